@@ -1,0 +1,314 @@
+"""The curated lexicon: project archetypes per taxonomy field, as validated data.
+
+Each ``data/lexicon/<field>.json`` file (named like the taxonomy file it covers) holds a list of
+archetypes. An archetype is a plausible kind of study in that field: its title patterns, story
+text, and pools of path variables, independent variables, dependent variables (with a causal
+sketch of which inputs drive them, in which direction and through which functional form), and
+variables that are described but never recorded. ``python -m isg_gym.simulator.lexicon``
+validates every file and prints coverage.
+"""
+
+from __future__ import annotations
+
+import json
+import keyword
+import re
+import sys
+from functools import cache
+from importlib import resources
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from isg_gym.simulator.taxonomy import load_taxonomy
+from isg_gym.spec.distributions import ContinuousDistribution, IntegerDistribution
+
+NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,30}$")
+PATH_TOKEN_RE = re.compile(r"^[A-Za-z0-9.]{1,24}$")
+# Strings pandas would read back as missing, boolean or numeric are not valid category labels.
+PANDAS_SPECIAL = {
+    "", "NA", "N/A", "n/a", "NaN", "nan", "-nan", "-NaN", "NULL", "null", "None", "none", "<NA>",
+    "#N/A", "#NA", "#N/A N/A", "1.#IND", "-1.#IND", "1.#QNAN", "-1.#QNAN",
+    "True", "False", "TRUE", "FALSE", "true", "false",
+}  # fmt: skip
+# Function names of the expression language and Python keywords cannot name a variable.
+RESERVED = {"where", "exp", "log", "sqrt", "abs", "tanh", "sin", "cos", "min", "max", "clip",
+            "cut", "noise", "pi", "e"} | set(keyword.kwlist)  # fmt: skip
+PLACEHOLDERS = ("subdomain", "domain", "factor", "focus")
+_PLACEHOLDER_RE = re.compile(r"\{([a-z_]+)\}")
+
+
+def _check_text(text: str, where: str) -> str:
+    for name in _PLACEHOLDER_RE.findall(text):
+        if name not in PLACEHOLDERS:
+            raise ValueError(f"{where}: unknown placeholder {{{name}}}; allowed: {PLACEHOLDERS}")
+    return text
+
+
+def check_label(value: str) -> str:
+    """A category label must survive a round trip through pandas as the same string."""
+    if value in PANDAS_SPECIAL or value != value.strip() or "|" in value or "\t" in value:
+        raise ValueError(f"category label {value!r} would not read back as a string")
+    try:
+        float(value)
+    except ValueError:
+        return value
+    raise ValueError(f"category label {value!r} looks numeric")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class VariableText(_Model):
+    """What every variable carries: a column-safe name, a human label, a unit, a description."""
+
+    name: str
+    label: str = Field(min_length=2, max_length=60)
+    unit: str = Field(max_length=30, description="'' for dimensionless or categorical")
+    description: str = Field(min_length=10, max_length=240)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not NAME_RE.match(v):
+            raise ValueError(f"name {v!r} must match {NAME_RE.pattern}")
+        if v in RESERVED:
+            raise ValueError(f"name {v!r} is reserved (a function name or keyword)")
+        return v
+
+
+class LexPathVariable(VariableText):
+    """An experimental condition that is encoded in the directory layout."""
+
+    short: str = Field(description="name used in paths, e.g. 'temp' in temp=300")
+    values: list[float] | list[str] = Field(min_length=2, max_length=12)
+
+    @field_validator("short")
+    @classmethod
+    def _short(cls, v: str) -> str:
+        if not re.match(r"^[a-z][a-z0-9]{0,11}$", v):
+            raise ValueError(f"short {v!r} must be 1-12 lowercase letters/digits")
+        return v
+
+    @field_validator("values")
+    @classmethod
+    def _values(cls, v: list) -> list:
+        if len(set(v)) != len(v):
+            raise ValueError("path variable values must be distinct")
+        for x in v:
+            if isinstance(x, str):
+                if not PATH_TOKEN_RE.match(x):
+                    raise ValueError(f"path value {x!r} must match {PATH_TOKEN_RE.pattern}")
+                check_label(x)
+            elif x < 0:
+                raise ValueError(f"numeric path value {x} must be >= 0 (paths avoid '-')")
+        return v
+
+
+class LexCategorical(VariableText):
+    kind: Literal["categorical"] = "categorical"
+    values: list[str] = Field(min_length=2, max_length=12)
+    weights: list[float] | None = None
+
+    @model_validator(mode="after")
+    def _check(self):
+        for x in self.values:
+            check_label(x)
+        if len(set(self.values)) != len(self.values):
+            raise ValueError(f"{self.name}: categorical values must be distinct")
+        if self.weights is not None and (
+            len(self.weights) != len(self.values) or min(self.weights) <= 0
+        ):
+            raise ValueError(f"{self.name}: weights must be positive, one per value")
+        return self
+
+
+class LexInteger(VariableText):
+    kind: Literal["integer"] = "integer"
+    distribution: IntegerDistribution
+
+
+class LexContinuous(VariableText):
+    kind: Literal["continuous"] = "continuous"
+    distribution: ContinuousDistribution
+    decimals: int = Field(ge=0, le=6)
+    clip: tuple[float | None, float | None] | None = None
+
+
+Form = Literal["linear", "saturating", "optimum", "threshold", "log", "interaction", "level"]
+
+
+class Effect(_Model):
+    """One arrow of the causal sketch: ``input`` drives the dependent through ``form``."""
+
+    input: str
+    form: Form
+    direction: Literal[1, -1]
+    strength: float = Field(default=1.0, gt=0, le=5, description="relative weight")
+    level: str | None = Field(default=None, description="form 'level': the category with effect")
+    other: str | None = Field(default=None, description="form 'interaction': the second input")
+
+    @model_validator(mode="after")
+    def _check(self):
+        if (self.form == "level") != (self.level is not None):
+            raise ValueError(f"effect on {self.input}: 'level' is required exactly for form level")
+        if (self.form == "interaction") != (self.other is not None):
+            raise ValueError(f"effect on {self.input}: 'other' is required for form interaction")
+        return self
+
+
+class LexDependent(VariableText):
+    kind: Literal["numeric", "categorical"]
+    range: tuple[float, float] = Field(description="typical span of the score / value")
+    decimals: int = Field(default=2, ge=0, le=6)
+    bounds: tuple[float | None, float | None] | None = Field(
+        default=None, description="physical limits to clip to, e.g. [0, 100] for a percentage"
+    )
+    noise: float = Field(default=0.1, ge=0.01, le=0.6, description="noise sd / half-range")
+    labels: list[str] | None = Field(default=None, description="categorical: low to high score")
+    effects: list[Effect] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _check(self):
+        if not self.range[0] < self.range[1]:
+            raise ValueError(f"{self.name}: range must be increasing")
+        if (self.kind == "categorical") != (self.labels is not None):
+            raise ValueError(f"{self.name}: labels are required exactly for categorical kind")
+        if self.labels is not None:
+            if not 2 <= len(self.labels) <= 6 or len(set(self.labels)) != len(self.labels):
+                raise ValueError(f"{self.name}: 2-6 distinct labels")
+            for x in self.labels:
+                check_label(x)
+        return self
+
+
+class Archetype(_Model):
+    id: str
+    domains: list[str] = Field(min_length=1)
+    titles: list[str] = Field(min_length=3)
+    setting: str = Field(min_length=40, description="one or two sentences: what is studied, where")
+    goal: str = Field(min_length=30)
+    hypothesis: str = Field(min_length=30)
+    file_unit: str = Field(min_length=5, description="what one data file holds, e.g. 'one run'")
+    row_unit: str = Field(min_length=5, description="what one row is, e.g. 'one sample'")
+    sequence_name: str = Field(description="path name of the sequence placeholder, e.g. 'run'")
+    identifier: VariableText
+    id_prefix: str = Field(pattern=r"^[A-Z]{1,4}$")
+    timestamp: VariableText
+    interval_seconds: list[int] = Field(min_length=1, description="plausible sampling intervals")
+    path_variables: list[LexPathVariable] = Field(min_length=2)
+    independent: list[LexCategorical | LexInteger | LexContinuous] = Field(min_length=4)
+    dependent: list[LexDependent] = Field(min_length=3)
+    confounders: list[VariableText] = Field(min_length=1)
+    planned: list[VariableText] = Field(min_length=1, description="planned, never recorded")
+
+    @field_validator("titles", "setting", "goal", "hypothesis")
+    @classmethod
+    def _placeholders(cls, v):
+        for text in [v] if isinstance(v, str) else v:
+            _check_text(text, "text")
+        return v
+
+    @model_validator(mode="after")
+    def _references(self):
+        names: list[str] = [self.identifier.name, self.timestamp.name]
+        names += [v.name for v in self.path_variables]
+        names += [v.name for v in self.independent]
+        dep_names = [v.name for v in self.dependent]
+        unrecorded = [v.name for v in self.confounders + self.planned]
+        everything = names + dep_names + unrecorded
+        dupes = {n for n in everything if everything.count(n) > 1}
+        if dupes:
+            raise ValueError(f"archetype {self.id}: duplicate variable names {sorted(dupes)}")
+        kinds = {v.name: ("categorical" if isinstance(v.values[0], str) else "numeric")
+                 for v in self.path_variables}  # fmt: skip
+        kinds |= {v.name: "categorical" if v.kind == "categorical" else "numeric"
+                  for v in self.independent}  # fmt: skip
+        for dep in self.dependent:
+            for eff in dep.effects:
+                for ref in filter(None, (eff.input, eff.other)):
+                    if ref not in kinds:
+                        raise ValueError(
+                            f"archetype {self.id}, dependent {dep.name}: input {ref!r} is not a "
+                            "path variable, independent variable or earlier dependent"
+                        )
+                want = "categorical" if eff.form == "level" else "numeric"
+                if kinds[eff.input] != want:
+                    raise ValueError(
+                        f"archetype {self.id}, {dep.name}: form {eff.form!r} needs a {want} "
+                        f"input, {eff.input!r} is {kinds[eff.input]}"
+                    )
+                if eff.other is not None and kinds[eff.other] != "numeric":
+                    raise ValueError(f"archetype {self.id}: interaction partner must be numeric")
+                if eff.level is not None:
+                    pool = next(
+                        v.values for v in [*self.path_variables, *self.independent]
+                        if v.name == eff.input
+                    )  # fmt: skip
+                    if eff.level not in pool:
+                        raise ValueError(
+                            f"archetype {self.id}: level {eff.level!r} not a value of {eff.input}"
+                        )
+            kinds[dep.name] = "categorical" if dep.kind == "categorical" else "numeric"
+        return self
+
+
+class FieldLexicon(_Model):
+    field: str = Field(description="taxonomy file stem, e.g. 'natural_physics'")
+    label: str = Field(description="human name of the field, e.g. 'Physics'")
+    archetypes: list[Archetype] = Field(min_length=3)
+
+    @model_validator(mode="after")
+    def _coverage(self):
+        taxonomy = load_taxonomy()
+        if self.field not in taxonomy:
+            raise ValueError(f"unknown field {self.field!r}; known: {sorted(taxonomy)}")
+        known = set(taxonomy[self.field])
+        covered: set[str] = set()
+        for arch in self.archetypes:
+            unknown = set(arch.domains) - known
+            if unknown:
+                raise ValueError(f"archetype {arch.id}: unknown domains {sorted(unknown)}")
+            covered |= set(arch.domains)
+        if known - covered:
+            raise ValueError(f"{self.field}: domains without an archetype {sorted(known - covered)}")
+        ids = [a.id for a in self.archetypes]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"{self.field}: duplicate archetype ids")
+        return self
+
+
+@cache
+def load_lexicon(field: str) -> FieldLexicon:
+    """The validated lexicon of one taxonomy field (cached)."""
+    text = resources.files("isg_gym.data.lexicon").joinpath(f"{field}.json").read_text("utf-8")
+    return FieldLexicon.model_validate(json.loads(text))
+
+
+@cache
+def load_common() -> dict:
+    """Field-independent word lists (researcher names)."""
+    return json.loads(resources.files("isg_gym.data.lexicon").joinpath("_common.json").read_text())
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Validate lexicon files (all by default) and print their coverage."""
+    fields = (argv if argv else None) or sorted(load_taxonomy())
+    failed = 0
+    for field in fields:
+        try:
+            lex = load_lexicon(field)
+        except FileNotFoundError:
+            print(f"{field}: MISSING")
+            failed += 1
+        except Exception as err:  # report every file, then fail
+            print(f"{field}: INVALID\n{err}")
+            failed += 1
+        else:
+            print(f"{field}: ok, {len(lex.archetypes)} archetypes")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
