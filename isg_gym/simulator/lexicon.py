@@ -11,7 +11,6 @@ validates every file and prints coverage.
 from __future__ import annotations
 
 import json
-import keyword
 import re
 import sys
 from functools import cache
@@ -22,18 +21,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from isg_gym.simulator.taxonomy import load_taxonomy
 from isg_gym.spec.distributions import ContinuousDistribution, IntegerDistribution
+from isg_gym.spec.models import PATH_TOKEN_RE, VariableInfo
 
-NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,30}$")
-PATH_TOKEN_RE = re.compile(r"^[A-Za-z0-9.]{1,24}$")
-# Strings pandas would read back as missing, boolean or numeric are not valid category labels.
 PANDAS_SPECIAL = {
     "", "NA", "N/A", "n/a", "NaN", "nan", "-nan", "-NaN", "NULL", "null", "None", "none", "<NA>",
     "#N/A", "#NA", "#N/A N/A", "1.#IND", "-1.#IND", "1.#QNAN", "-1.#QNAN",
     "True", "False", "TRUE", "FALSE", "true", "false",
 }  # fmt: skip
-# Function names of the expression language and Python keywords cannot name a variable.
-RESERVED = {"where", "exp", "log", "sqrt", "abs", "tanh", "sin", "cos", "min", "max", "clip",
-            "cut", "noise", "pi", "e"} | set(keyword.kwlist)  # fmt: skip
 PLACEHOLDERS = ("subdomain", "domain", "factor", "focus")
 _PLACEHOLDER_RE = re.compile(r"\{([a-z_]+)\}")
 
@@ -60,22 +54,7 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class VariableText(_Model):
-    """What every variable carries: a column-safe name, a human label, a unit, a description."""
-
-    name: str
-    label: str = Field(min_length=2, max_length=60)
-    unit: str = Field(max_length=30, description="'' for dimensionless or categorical")
-    description: str = Field(min_length=10, max_length=240)
-
-    @field_validator("name")
-    @classmethod
-    def _name(cls, v: str) -> str:
-        if not NAME_RE.match(v):
-            raise ValueError(f"name {v!r} must match {NAME_RE.pattern}")
-        if v in RESERVED:
-            raise ValueError(f"name {v!r} is reserved (a function name or keyword)")
-        return v
+VariableText = VariableInfo
 
 
 class LexPathVariable(VariableText):

@@ -7,18 +7,10 @@ from functools import cache
 from importlib import resources
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+
+from isg_gym.spec.models import TaxonomyTriple
 
 Taxonomy = dict[str, dict[str, dict[str, str]]]
-
-
-class TaxonomyTriple(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    field: str
-    domain: str
-    subdomain: str
-    subdomain_description: str
 
 
 @cache

@@ -1,0 +1,173 @@
+"""The ``isg`` command: inspect, print and materialise simulated repositories."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import textwrap
+from collections.abc import Sequence
+
+from isg_gym.repository import Repository, RepositoryPathError
+from isg_gym.repository.repository import stderr_progress
+from isg_gym.simulator.procedural import build_spec
+from isg_gym.spec.models import Spec, column_kind
+
+
+class CliError(Exception):
+    """A user error: printed as one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (no usage dump) on bad arguments."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _seed(text: str) -> int:
+    try:
+        seed = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"SEED must be a non-negative integer, got {text!r}")
+    if seed < 0:
+        raise argparse.ArgumentTypeError(f"SEED must be a non-negative integer, got {seed}")
+    return seed
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _variable_rows(spec: Spec) -> list[tuple[str, str, str, str]]:
+    rows = [(p.name, f"path:{p.kind}", p.unit, ", ".join(p.values[:6])
+             + (" ..." if len(p.values) > 6 else "")) for p in spec.path_variables]  # fmt: skip
+    for c in spec.columns:
+        detail = {
+            "identifier": lambda: f"prefix {c.prefix}",
+            "datetime": lambda: f"every {c.interval_seconds}s" + ("" if c.regular else " (sampled)"),
+            "categorical": lambda: ", ".join(c.values),
+            "integer": lambda: c.distribution.model_dump_json(),
+            "continuous": lambda: c.distribution.model_dump_json(),
+            "dependent": lambda: c.expression,
+        }[c.role]()
+        kind = c.role if c.role != "dependent" else f"dependent:{column_kind(c)}"
+        missing = f" [{c.missing_rate:.1%} missing]" if c.missing_rate else ""
+        rows.append((c.name, kind, c.unit, detail + missing))
+    return rows
+
+
+def cmd_show(args: argparse.Namespace) -> None:
+    spec = build_spec(args.seed)
+    repo = Repository(spec)
+    t = spec.taxonomy
+    vis = spec.readme
+    wrap = lambda s: textwrap.fill(s, 100, initial_indent="  ", subsequent_indent="  ")  # noqa: E731
+    print(f"repository {spec.seed}  (archetype {spec.archetype}, spec v{spec.spec_version})")
+    print(f"taxonomy:  {t.field} / {t.domain} / {t.subdomain}")
+    print(f"title:     {spec.story.title}")
+    names = {p.key: p.short for p in spec.path_variables}
+    print(f"template:  {spec.layout.template(spec.file_format, names)}   "
+          f"(style {spec.layout.style}, dates {spec.layout.date_format})")
+    print(f"files:     {len(repo.data_files)} data files of {repo.index.total_combinations} "
+          f"combinations, format {spec.file_format}, sorted by {spec.sort_by or 'nothing'}")
+    print(f"readme:    present={vis.present} title={vis.title} abstract={vis.abstract}")
+    print("abstract:")
+    print(wrap(spec.story.abstract))
+    print("variables:")
+    rows = _variable_rows(spec)
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    for row in rows:
+        print("  " + "  ".join(x.ljust(w) for x, w in zip(row, widths, strict=False)) + "  "
+              + row[3][:160])  # fmt: skip
+    print("not recorded: " + ", ".join(u.name for u in spec.unrecorded))
+
+
+def cmd_tree(args: argparse.Namespace) -> None:
+    repo = Repository.from_seed(args.seed)
+    print("/")
+
+    def walk(path: str, depth: int, prefix: str) -> None:
+        entries = repo.listdir(path)
+        for i, name in enumerate(entries):
+            last = i == len(entries) - 1
+            print(f"{prefix}{'└── ' if last else '├── '}{name}")
+            if name.endswith("/") and depth < args.depth:
+                walk(f"{path}/{name}".strip("/"), depth + 1, prefix + ("    " if last else "│   "))
+
+    walk("", 1, "")
+
+
+def cmd_cat(args: argparse.Namespace) -> None:
+    repo = Repository.from_seed(args.seed)
+    if not repo.is_file(args.path):
+        if repo.is_dir(args.path):
+            raise CliError(f"{args.path!r} is a directory; use `isg tree {args.seed}`")
+        raise CliError(f"no file {args.path!r} in repository {args.seed}; "
+                       f"see `isg tree {args.seed}`")  # fmt: skip
+    text = repo.read_text(args.path)
+    if args.head is not None:
+        text = "".join(text.splitlines(keepends=True)[: args.head])
+    sys.stdout.write(text)
+
+
+def cmd_materialize(args: argparse.Namespace) -> None:
+    repo = Repository.from_seed(args.seed)
+    root = repo.materialize(args.directory, progress=stderr_progress)
+    print(f"wrote {len(repo.files())} files to {root}")
+
+
+def cmd_spec(args: argparse.Namespace) -> None:
+    print(build_spec(args.seed).to_json())
+
+
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="isg", description="InfiniteScienceGym repositories.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    seed_help = "repository number (any non-negative integer)"
+
+    s = sub.add_parser("show", help="taxonomy, title, abstract, template, variables, file count")
+    s.add_argument("seed", type=_seed, metavar="SEED", help=seed_help)
+    s.set_defaults(run=cmd_show)
+
+    s = sub.add_parser("tree", help="the directory tree")
+    s.add_argument("seed", type=_seed, metavar="SEED", help=seed_help)
+    s.add_argument("--depth", type=_positive, default=99, metavar="N", help="levels to show")
+    s.set_defaults(run=cmd_tree)
+
+    s = sub.add_parser("cat", help="print a file (xlsx as text)")
+    s.add_argument("seed", type=_seed, metavar="SEED", help=seed_help)
+    s.add_argument("path", metavar="PATH", help="file path inside the repository")
+    s.add_argument("--head", type=_positive, default=None, metavar="N", help="first N lines")
+    s.set_defaults(run=cmd_cat)
+
+    s = sub.add_parser("materialize", help="write the repository to a directory")
+    s.add_argument("seed", type=_seed, metavar="SEED", help=seed_help)
+    s.add_argument("directory", metavar="DIR", help="target directory (created if needed)")
+    s.set_defaults(run=cmd_materialize)
+
+    s = sub.add_parser("spec", help="the Spec as JSON")
+    s.add_argument("seed", type=_seed, metavar="SEED", help=seed_help)
+    s.set_defaults(run=cmd_spec)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        args.run(args)
+    except BrokenPipeError:
+        return 0
+    except (CliError, RepositoryPathError, OSError) as err:
+        print(f"isg {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,381 @@
+"""The embedded default builder: ``build_spec(seed)`` from the curated lexicon, no model needed.
+
+A seed picks a taxonomy triple, an archetype of that field fitting the domain, a subset of the
+archetype's variables with parameters jittered within their plausible ranges, dependent
+expressions composed from the causal sketch, a path template, a file format and README
+visibility. Each decision draws from its own labelled stream, so the builder is a pure function
+of the seed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from functools import lru_cache
+
+import numpy as np
+
+from isg_gym.seeding import check_seed, derive
+from isg_gym.simulator.expressions import InputScale, compose, num
+from isg_gym.simulator.lexicon import (
+    Archetype,
+    LexCategorical,
+    LexContinuous,
+    LexDependent,
+    LexInteger,
+    LexPathVariable,
+    load_common,
+    load_lexicon,
+)
+from isg_gym.simulator.story import write_story
+from isg_gym.simulator.taxonomy import sample_triple
+from isg_gym.spec import distributions as d
+from isg_gym.spec.models import (
+    DATE_FORMATS,
+    EXPANSION_STYLES,
+    FILE_FORMATS,
+    CategoricalColumn,
+    Column,
+    ContinuousColumn,
+    DatetimeColumn,
+    DependentColumn,
+    IdentifierColumn,
+    IntegerColumn,
+    Layout,
+    PathVariable,
+    ReadmeVisibility,
+    Spec,
+    VariableInfo,
+)
+
+RESEARCHER_FORMATS = ("{f}{last}", "{F}{Last}", "{last}{f}", "{f}.{last}", "{Last}")
+
+
+def _round(x: float, digits: int = 4) -> float:
+    return float(f"{x:.{digits}g}")
+
+
+def _subset(rng: np.random.Generator, n: int, low: int, high: int) -> list[int]:
+    """A sorted random subset of range(n) with a size uniform in [low, high]."""
+    high = min(high, n)
+    low = min(low, high)
+    size = int(rng.integers(low, high + 1))
+    return sorted(int(i) for i in rng.choice(n, size, replace=False))
+
+
+def _value_token(v: float | str) -> str:
+    if isinstance(v, str):
+        return v
+    return np.format_float_positional(float(v), trim="-")
+
+
+def _project_path_variables(
+    arch: Archetype, rng: np.random.Generator
+) -> list[tuple[LexPathVariable, list[str]]]:
+    chosen = _subset(rng, len(arch.path_variables), 1, 3)
+    out = []
+    for i in chosen:
+        pv = arch.path_variables[i]
+        values = [_value_token(pv.values[j]) for j in _subset(rng, len(pv.values), 2, 6)]
+        out.append((pv, values))
+    return out
+
+
+def _researchers(rng: np.random.Generator, count: int) -> list[str]:
+    common = load_common()
+    fmt = RESEARCHER_FORMATS[rng.integers(len(RESEARCHER_FORMATS))]
+    firsts = common["first_names"]
+    lasts = [common["last_names"][i] for i in rng.choice(len(common["last_names"]), count, False)]
+    out = []
+    for last in lasts:
+        first = firsts[rng.integers(len(firsts))]
+        out.append(
+            fmt.format(f=first[0].lower(), F=first[0], last=last.lower(), Last=last)
+        )
+    return out
+
+
+def _dates(rng: np.random.Generator, count: int) -> list[str]:
+    year = int(rng.integers(2012, 2026))
+    days = np.sort(rng.choice(365, count, replace=False))
+    start = dt.date(year, 1, 1)
+    return [(start + dt.timedelta(days=int(x))).isoformat() for x in days]
+
+
+def _path_variables(
+    arch: Archetype, rng: np.random.Generator
+) -> list[PathVariable]:
+    out: list[PathVariable] = []
+    for k, (pv, values) in enumerate(_project_path_variables(arch, rng), start=1):
+        kind = "categorical" if isinstance(pv.values[0], str) else "numeric"
+        out.append(PathVariable(key=f"var{k}", kind=kind, values=values,
+                                **pv.model_dump(exclude={"values"})))  # fmt: skip
+    extras = {
+        "seq_number": rng.random() < 0.75,
+        "researcher": rng.random() < 0.35,
+        "date": rng.random() < 0.4,
+    }
+    while len(out) + sum(extras.values()) < 3:
+        extras[next(k for k in ("seq_number", "date", "researcher") if not extras[k])] = True
+    if extras["seq_number"]:
+        n = int(rng.integers(2, 25))
+        out.append(PathVariable(
+            key="seq_number", kind="sequence", name=f"{arch.sequence_name}_number"[:31],
+            short=arch.sequence_name[:12], label=f"{arch.sequence_name} number", unit="",
+            description=f"Running number of the {arch.sequence_name} within its condition.",
+            values=[str(i) for i in range(1, n + 1)],
+        ))  # fmt: skip
+    if extras["researcher"]:
+        out.append(PathVariable(
+            key="researcher", kind="researcher", name="researcher", short="by",
+            label="researcher", unit="", description="Researcher who collected the data file.",
+            values=_researchers(rng, int(rng.integers(2, 6))),
+        ))  # fmt: skip
+    if extras["date"]:
+        out.append(PathVariable(
+            key="date", kind="date", name="collection_date", short="date",
+            label="collection date", unit="", description="Date on which the file was recorded.",
+            values=_dates(rng, int(rng.integers(2, 11))),
+        ))  # fmt: skip
+    return out
+
+
+def _layout(keys: list[str], rng: np.random.Generator) -> Layout:
+    total = len(keys)
+    levels = int(min(rng.integers(2, 5), total - 1))
+    order = [keys[i] for i in rng.permutation(total)]
+    if "seq_number" in order and rng.random() < 0.7:  # run numbers usually name the file
+        order.remove("seq_number")
+        order.append("seq_number")
+    sizes = [1] * (levels + 1)
+    for _ in range(total - levels - 1):
+        open_slots = [i for i, s in enumerate(sizes) if s < 3]
+        sizes[open_slots[rng.integers(len(open_slots))]] += 1
+    groups, start = [], 0
+    for size in sizes:
+        groups.append(order[start : start + size])
+        start += size
+    joiners = ("-", "_")
+    return Layout(
+        levels=groups[:-1],
+        level_joiners=[joiners[rng.integers(2)] for _ in range(levels)],
+        filename=groups[-1],
+        filename_joiner=joiners[rng.integers(2)],
+        style=EXPANSION_STYLES[rng.integers(len(EXPANSION_STYLES))],
+        date_format=DATE_FORMATS[rng.integers(len(DATE_FORMATS))],
+        seq_width=int(rng.integers(1, 4)),
+    )
+
+
+def _jitter(dist, rng: np.random.Generator):
+    """The lexicon's distribution with parameters moved within a plausible neighbourhood."""
+    u = lambda lo, hi: rng.uniform(lo, hi)  # noqa: E731
+    prob = lambda p: _round(min(max(p * u(0.8, 1.25), 0.01), 0.99))  # noqa: E731
+    match dist:
+        case d.Normal():
+            return d.Normal(mean=_round(dist.mean + u(-0.2, 0.2) * dist.sd),
+                            sd=_round(dist.sd * u(0.8, 1.25)))  # fmt: skip
+        case d.Uniform():
+            span = dist.high - dist.low
+            return d.Uniform(low=_round(dist.low + u(0, 0.1) * span),
+                             high=_round(dist.high - u(0, 0.1) * span))  # fmt: skip
+        case d.LogNormal():
+            return d.LogNormal(mu=_round(dist.mu + u(-0.2, 0.2) * dist.sigma),
+                               sigma=_round(min(dist.sigma * u(0.85, 1.15), 3.0)))  # fmt: skip
+        case d.Beta():
+            return dist.model_copy(update={"a": _round(dist.a * u(0.8, 1.25)),
+                                           "b": _round(dist.b * u(0.8, 1.25))})  # fmt: skip
+        case d.Exponential():
+            return d.Exponential(scale=_round(dist.scale * u(0.8, 1.25)))
+        case d.Bernoulli() | d.Geometric():
+            return dist.model_copy(update={"p": prob(dist.p)})
+        case d.Binomial():
+            return d.Binomial(n=dist.n, p=prob(dist.p))
+        case d.NegativeBinomial():
+            return d.NegativeBinomial(n=_round(dist.n * u(0.8, 1.25)), p=prob(dist.p))
+        case d.Poisson():
+            return d.Poisson(lam=_round(dist.lam * u(0.8, 1.25)))
+    raise TypeError(f"unknown distribution {dist!r}")
+
+
+def _missing_rate(rng: np.random.Generator) -> float:
+    return round(float(rng.uniform(0.01, 0.1)), 3) if rng.random() < 0.2 else 0.0
+
+
+def _independent_column(v, rng: np.random.Generator) -> Column:
+    info = VariableInfo(name=v.name, label=v.label, unit=v.unit, description=v.description)
+    common = {**info.model_dump(), "missing_rate": _missing_rate(rng)}
+    if isinstance(v, LexCategorical):
+        base = np.array(v.weights or [1.0] * len(v.values), dtype=float)
+        probs = rng.dirichlet(base / base.sum() * 40)
+        probs = np.maximum(np.round(probs, 3), 0.005)
+        probs = [float(p) for p in probs / probs.sum()]
+        probs[-1] = 1.0 - sum(probs[:-1])
+        return CategoricalColumn(values=list(v.values), probabilities=probs, **common)
+    if isinstance(v, LexInteger):
+        return IntegerColumn(distribution=_jitter(v.distribution, rng), **common)
+    assert isinstance(v, LexContinuous)
+    return ContinuousColumn(distribution=_jitter(v.distribution, rng), decimals=v.decimals,
+                            clip=v.clip, **common)  # fmt: skip
+
+
+def _scale_of_column(col: Column) -> InputScale | None:
+    if isinstance(col, IntegerColumn | ContinuousColumn):
+        centre, sd = col.distribution.moments()
+        nonneg = col.distribution.nonnegative or bool(
+            isinstance(col, ContinuousColumn) and col.clip and col.clip[0] is not None
+            and col.clip[0] >= 0
+        )
+        return InputScale(centre, max(sd, 1e-6), nonneg)
+    return None
+
+
+def _scale_of_path(pv: PathVariable) -> InputScale | None:
+    if pv.kind not in ("numeric", "sequence"):
+        return None
+    x = np.array([float(v) for v in pv.values])
+    return InputScale(float(x.mean()), float(x.std()) or 1.0, bool(x.min() >= 0))
+
+
+def _dependent_column(
+    dep: LexDependent, available: dict[str, InputScale], categorical: set[str],
+    rng: np.random.Generator,
+) -> tuple[DependentColumn, InputScale | None]:  # fmt: skip
+    effects = [
+        e for e in dep.effects
+        if (e.input in available or e.input in categorical)
+        and (e.other is None or e.other in available)
+    ]  # fmt: skip
+    low, high = dep.range
+    half = (high - low) / 2
+    info = dict(name=dep.name, label=dep.label, unit=dep.unit, description=dep.description)
+    noise_sd = _round(dep.noise * half * rng.uniform(0.8, 1.2))
+    if dep.kind == "categorical":
+        score = compose(effects, available, low, high, rng)
+        k = len(dep.labels)
+        cuts = ", ".join(num(low + (high - low) * i / k) for i in range(1, k))
+        labels = ", ".join(repr(x) for x in dep.labels)
+        column = DependentColumn(expression=f"cut({score}, [{cuts}], [{labels}])",
+                                 noise_sd=noise_sd, missing_rate=_missing_rate(rng),
+                                 **info)  # fmt: skip
+        return column, None
+    expression = compose(effects, available, low, high, rng)
+    column = DependentColumn(expression=expression, noise_sd=noise_sd, decimals=dep.decimals,
+                             clip=dep.bounds, missing_rate=_missing_rate(rng), **info)  # fmt: skip
+    nonneg = dep.bounds is not None and dep.bounds[0] is not None and dep.bounds[0] >= 0
+    return column, InputScale((low + high) / 2, max(half / 1.5, 1e-6), nonneg)
+
+
+def _choose_variables(
+    arch: Archetype, rng: np.random.Generator
+) -> tuple[list, list[LexDependent]]:
+    deps = [arch.dependent[i] for i in _subset(rng, len(arch.dependent), 2, 6)]
+    referenced = {e.input for dep in deps for e in dep.effects}
+    referenced |= {e.other for dep in deps for e in dep.effects if e.other}
+    pool = arch.independent
+    n_ind = int(rng.integers(min(3, len(pool)), len(pool) + 1))
+    n_ind = max(n_ind, 5 - len(deps))
+    n_ind = min(n_ind, 17 - len(deps), len(pool))
+    priority = rng.random(len(pool)) - np.array([0.5 * (v.name in referenced) for v in pool])
+    chosen = sorted(int(i) for i in np.argsort(priority, kind="stable")[:n_ind])
+    return [pool[i] for i in chosen], deps
+
+
+def _pick_factor_focus(
+    deps: list[DependentColumn], lex_deps: list[LexDependent], path_vars: list[PathVariable],
+    labels: dict[str, str],
+) -> tuple[str, str]:  # fmt: skip
+    focus_dep = next((ld for ld, c in zip(lex_deps, deps, strict=True)
+                      if ld.kind == "numeric" and c.expression), lex_deps[0])  # fmt: skip
+    factor = next((labels[e.input] for e in sorted(focus_dep.effects, key=lambda e: -e.strength)
+                   if e.input in labels), None)  # fmt: skip
+    if factor is None:
+        factor = next((p.label for p in path_vars if p.kind in ("numeric", "categorical")),
+                      path_vars[0].label)  # fmt: skip
+    return factor, focus_dep.label
+
+
+@lru_cache(maxsize=4096)
+def _build(seed: int) -> Spec:
+    triple = sample_triple(derive(seed, "taxonomy"))
+    lexicon = load_lexicon(triple.field)
+    candidates = [a for a in lexicon.archetypes if triple.domain in a.domains]
+    arch = candidates[derive(seed, "archetype").integers(len(candidates))]
+
+    rng = derive(seed, "variables")
+    path_vars = _path_variables(arch, rng)
+    independents, lex_deps = _choose_variables(arch, rng)
+
+    crng = derive(seed, "columns")
+    columns: list[Column] = [
+        IdentifierColumn(prefix=arch.id_prefix, digits=int(crng.integers(4, 6)),
+                         **arch.identifier.model_dump()),  # fmt: skip
+        DatetimeColumn(
+            start=dt.datetime(int(crng.integers(2015, 2025)), int(crng.integers(1, 13)),
+                              int(crng.integers(1, 29)), int(crng.integers(0, 24)),
+                              tzinfo=dt.UTC),  # fmt: skip
+            interval_seconds=int(arch.interval_seconds[crng.integers(len(arch.interval_seconds))]),
+            regular=bool(crng.random() < 0.6),
+            **arch.timestamp.model_dump(),
+        ),
+    ]
+    columns += [_independent_column(v, crng) for v in independents]
+
+    scales: dict[str, InputScale] = {}
+    categorical: set[str] = set()
+    for pv in path_vars:
+        if (s := _scale_of_path(pv)) is not None:
+            scales[pv.name] = s
+        elif pv.kind in ("categorical", "researcher"):
+            categorical.add(pv.name)
+    for col in columns[2:]:
+        if (s := _scale_of_column(col)) is not None:
+            scales[col.name] = s
+        else:
+            categorical.add(col.name)
+    deps: list[DependentColumn] = []
+    erng = derive(seed, "expressions")
+    for dep in lex_deps:
+        column, scale = _dependent_column(dep, scales, categorical, erng)
+        deps.append(column)
+        if scale is not None:
+            scales[dep.name] = scale
+        else:
+            categorical.add(dep.name)
+    columns += deps
+
+    srng = derive(seed, "sorting")
+    sortable = [c.name for c in columns if isinstance(c, ContinuousColumn | IntegerColumn)]
+    choice = srng.random()
+    sort_by = (None if choice < 0.3 else columns[0].name if choice < 0.5
+               else columns[1].name if choice < 0.8 or not sortable
+               else sortable[srng.integers(len(sortable))])  # fmt: skip
+
+    labels = {c.name: c.label for c in columns} | {p.name: p.label for p in path_vars}
+    factor, focus = _pick_factor_focus(deps, lex_deps, path_vars, labels)
+    story = write_story(arch, triple, factor, focus, path_vars, columns,
+                        list(arch.confounders), list(arch.planned),
+                        derive(seed, "story"))  # fmt: skip
+
+    vrng = derive(seed, "readme")
+    present = bool(vrng.random() < 0.5)
+    title = present and bool(vrng.random() < 0.5)
+    abstract = title and bool(vrng.random() < 0.5)
+    file_format = FILE_FORMATS[derive(seed, "format").integers(len(FILE_FORMATS))]
+    return Spec(
+        seed=seed,
+        taxonomy=triple,
+        archetype=arch.id,
+        story=story,
+        path_variables=path_vars,
+        layout=_layout([p.key for p in path_vars], derive(seed, "layout")),
+        columns=columns,
+        unrecorded=[VariableInfo(**v.model_dump()) for v in [*arch.confounders, *arch.planned]],
+        sort_by=sort_by,
+        file_format=file_format,
+        readme=ReadmeVisibility(present=present, title=title, abstract=abstract),
+    )
+
+
+def build_spec(seed: int) -> Spec:
+    """The Spec of repository ``seed`` (any non-negative integer); pure and cached."""
+    return _build(check_seed(seed))

@@ -1,0 +1,123 @@
+"""Story text of a procedural Spec: title, multi-paragraph description, 150-250 word abstract."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from isg_gym.simulator.lexicon import Archetype, load_common
+from isg_gym.spec.models import Column, PathVariable, Story, TaxonomyTriple, VariableInfo
+
+ABSTRACT_WORDS = (150, 250)
+_SMALL = {"a", "an", "and", "as", "at", "by", "for", "in", "of", "on", "or", "per", "the", "to", "vs"}
+
+
+def title_case(text: str) -> str:
+    words = text.split()
+    return " ".join(
+        w if (w.lower() in _SMALL and i) or any(c.isupper() for c in w) else w[:1].upper() + w[1:]
+        for i, w in enumerate(words)
+    )
+
+
+def _fill(text: str, triple: TaxonomyTriple, factor: str, focus: str, title: bool = False) -> str:
+    f = (lambda s: title_case(s)) if title else (lambda s: s)
+    return text.format(
+        subdomain=triple.subdomain, domain=triple.domain, factor=f(factor), focus=f(focus)
+    )
+
+
+def _listing(items: list[VariableInfo]) -> str:
+    parts = [f"{v.label} ({v.unit})" if v.unit else v.label for v in items]
+    if len(parts) <= 1:
+        return "".join(parts)
+    return ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def _sentence(text: str) -> str:
+    text = text.strip()
+    text = text[:1].upper() + text[1:]
+    return text if text.endswith((".", "!", "?")) else text + "."
+
+
+def write_story(
+    arch: Archetype,
+    triple: TaxonomyTriple,
+    factor: str,
+    focus: str,
+    path_vars: list[PathVariable],
+    columns: list[Column],
+    unrecorded_confounders: list[VariableInfo],
+    unrecorded_planned: list[VariableInfo],
+    rng: np.random.Generator,
+) -> Story:
+    """Compose the story from the archetype's text and the variables actually in the Spec."""
+    title = _fill(arch.titles[rng.integers(len(arch.titles))], triple, factor, focus, title=True)
+    setting = _sentence(_fill(arch.setting, triple, factor, focus))
+    goal = _sentence(_fill(arch.goal, triple, factor, focus))
+    hypothesis = _sentence(_fill(arch.hypothesis, triple, factor, focus))
+    conditions = [p for p in path_vars if p.kind in ("numeric", "categorical")]
+    measured = [c for c in columns if c.role in ("categorical", "integer", "continuous")]
+    outcomes = [c for c in columns if c.role == "dependent"]
+    file_unit, row_unit = arch.file_unit, arch.row_unit
+
+    description = "\n\n".join(
+        [
+            f"{setting} This project belongs to {triple.subdomain} ({triple.domain}): "
+            f"{triple.subdomain_description}",
+            f"Goal. {goal}",
+            f"Hypothesis. {hypothesis}",
+            f"Design. Experimental conditions are encoded in the directory layout: "
+            f"{_listing(conditions)}. Each data file holds {file_unit}; each row is {row_unit}, "
+            f"identified by {columns[0].label} and time-stamped by {columns[1].label}.",
+            f"Independent variables. Varied across files: {_listing(conditions)}. "
+            f"Recorded for each row: {_listing(measured) or 'none'}.",
+            f"Dependent variables. {_sentence(_listing(outcomes))}",
+            f"Confounders. Possible confounders that were not recorded: "
+            f"{_listing(unrecorded_confounders)}. Planned but not yet recorded: "
+            f"{_listing(unrecorded_planned)}.",
+        ]
+    )
+
+    core = [
+        setting,
+        goal,
+        f"Across {len(conditions)} experimental condition{'s' * (len(conditions) != 1)} "
+        f"({_listing(conditions)}), each data file holds {file_unit} and each row records "
+        f"{row_unit}.",
+        f"For every row we recorded {_listing(measured) or 'the experimental conditions'}, "
+        f"and measured {_listing(outcomes)}.",
+        hypothesis,
+        f"Because {_listing(unrecorded_confounders)} could not be recorded, effects attributed to "
+        f"{factor} should be interpreted with care.",
+    ]
+    fillers = list(load_common()["abstract_fillers"])
+    order = rng.permutation(len(fillers))
+    sentences = list(core)
+    for i in order:
+        if _words(sentences) >= ABSTRACT_WORDS[0]:
+            break
+        sentences.append(fillers[i])
+    while _words(sentences) > ABSTRACT_WORDS[1] and len(sentences) > 3:
+        sentences.pop(-2 if sentences[-1] in fillers else -1)
+    abstract = " ".join(sentences)
+    if not ABSTRACT_WORDS[0] <= len(abstract.split()) <= ABSTRACT_WORDS[1]:
+        abstract = _fit(abstract)
+    return Story(title=title, description=description, abstract=abstract)
+
+
+def _words(sentences: list[str]) -> int:
+    return sum(len(s.split()) for s in sentences)
+
+
+def _fit(text: str) -> str:
+    """Last resort for unusual lexicon entries: trim at a sentence end, or pad with a filler."""
+    words = text.split()
+    if len(words) > ABSTRACT_WORDS[1]:
+        text = " ".join(words[: ABSTRACT_WORDS[1]])
+        cut = text.rfind(". ")
+        text = text[: cut + 1] if cut > 0 and len(text[:cut].split()) >= ABSTRACT_WORDS[0] else text
+        return text if text.endswith(".") else text + "."
+    extra = [f for f in load_common()["abstract_fillers"] if f not in text]
+    while len(text.split()) < ABSTRACT_WORDS[0] and extra:
+        text += " " + extra.pop(0)
+    return text
