@@ -5,8 +5,10 @@ each column's decimals), so pandas parses back exactly the values the ground tru
 
 - csv:   comma-separated, header row, missing values empty. ``pd.read_csv(path)``.
 - txt:   tab-separated, header row, missing values ``NA``. ``pd.read_csv(path, sep="\\t")``.
-- json:  a JSON array of records, missing values ``null``. ``pd.read_json(path)``.
-- jsonl: one JSON record per line. ``pd.read_json(path, lines=True)``.
+- json:  a JSON array of records, one per line, missing values ``null``.
+  ``pd.read_json(path, precise_float=True)`` (without it, pandas' fast float parser may land
+  one unit in the last place away from the written decimal; ``json.load`` is exact).
+- jsonl: one JSON record per line. ``pd.read_json(path, lines=True, precise_float=True)``.
 - xlsx:  one sheet named ``data``, header row, missing values empty. ``pd.read_excel(path)``.
 - log:   one record per line, ``name=value`` fields joined by `` | ``, the timestamp field
   first, missing values ``NA``; e.g. ``measured_at=2024-03-01T12:00:00Z | plot_id=P1042 | ...``.

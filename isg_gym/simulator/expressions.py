@@ -36,12 +36,16 @@ def _std(name: str, s: InputScale) -> str:
     return f"(({name} - {num(s.centre)})/{num(s.scale)})"
 
 
-def term(effect: Effect, scales: dict[str, InputScale], rng: np.random.Generator) -> str:
-    """One effect as a sub-expression with a spread of about one unit."""
+def term(
+    effect: Effect, scales: dict[str, InputScale], shares: dict[str, dict[str, float]],
+    rng: np.random.Generator,
+) -> str:  # fmt: skip
+    """One effect as a sub-expression with a spread of about one unit, centred on zero."""
     x, s = effect.input, scales.get(effect.input)
     match effect.form:
         case "level":
-            return f"2*({x} == {effect.level!r})"
+            share = shares.get(x, {}).get(effect.level, 0.5)
+            return f"2*(({x} == {effect.level!r}) - {num(share)})"
         case "linear":
             return _std(x, s)
         case "saturating" if s.nonnegative:
@@ -69,16 +73,20 @@ def term(effect: Effect, scales: dict[str, InputScale], rng: np.random.Generator
 def compose(
     effects: list[Effect],
     scales: dict[str, InputScale],
+    shares: dict[str, dict[str, float]],
     low: float,
     high: float,
     rng: np.random.Generator,
 ) -> str:
-    """``mid + half * sum(w_i d_i term_i) / norm`` as an expression string."""
+    """``mid + half * sum(w_i d_i term_i) / norm`` as an expression string.
+
+    ``shares`` gives each categorical input's share per level, so level effects are centred.
+    """
     mid, half = (low + high) / 2, (high - low) / 2
     weights = [e.strength * rng.uniform(0.7, 1.3) for e in effects]
     norm = 1.5 * math.sqrt(sum(w * w for w in weights))
     out = num(mid)
     for effect, w in zip(effects, weights, strict=True):
         coef = effect.direction * half * w / norm
-        out += f" {'-' if coef < 0 else '+'} {num(abs(coef))}*{term(effect, scales, rng)}"
+        out += f" {'-' if coef < 0 else '+'} {num(abs(coef))}*{term(effect, scales, shares, rng)}"
     return out

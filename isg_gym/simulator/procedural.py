@@ -237,12 +237,12 @@ def _scale_of_path(pv: PathVariable) -> InputScale | None:
 
 
 def _dependent_column(
-    dep: LexDependent, available: dict[str, InputScale], categorical: set[str],
+    dep: LexDependent, available: dict[str, InputScale], shares: dict[str, dict[str, float]],
     rng: np.random.Generator,
 ) -> tuple[DependentColumn, InputScale | None]:  # fmt: skip
     effects = [
         e for e in dep.effects
-        if (e.input in available or e.input in categorical)
+        if (e.input in available or e.input in shares)
         and (e.other is None or e.other in available)
     ]  # fmt: skip
     low, high = dep.range
@@ -250,7 +250,7 @@ def _dependent_column(
     info = dict(name=dep.name, label=dep.label, unit=dep.unit, description=dep.description)
     noise_sd = _round(dep.noise * half * rng.uniform(0.8, 1.2))
     if dep.kind == "categorical":
-        score = compose(effects, available, low, high, rng)
+        score = compose(effects, available, shares, low, high, rng)
         k = len(dep.labels)
         cuts = ", ".join(num(low + (high - low) * i / k) for i in range(1, k))
         labels = ", ".join(repr(x) for x in dep.labels)
@@ -258,7 +258,7 @@ def _dependent_column(
                                  noise_sd=noise_sd, missing_rate=_missing_rate(rng),
                                  **info)  # fmt: skip
         return column, None
-    expression = compose(effects, available, low, high, rng)
+    expression = compose(effects, available, shares, low, high, rng)
     column = DependentColumn(expression=expression, noise_sd=noise_sd, decimals=dep.decimals,
                              clip=dep.bounds, missing_rate=_missing_rate(rng), **info)  # fmt: skip
     nonneg = dep.bounds is not None and dep.bounds[0] is not None and dep.bounds[0] >= 0
@@ -321,26 +321,26 @@ def _build(seed: int) -> Spec:
     columns += [_independent_column(v, crng) for v in independents]
 
     scales: dict[str, InputScale] = {}
-    categorical: set[str] = set()
+    shares: dict[str, dict[str, float]] = {}  # categorical input -> level -> share of rows
     for pv in path_vars:
         if (s := _scale_of_path(pv)) is not None:
             scales[pv.name] = s
         elif pv.kind in ("categorical", "researcher"):
-            categorical.add(pv.name)
+            shares[pv.name] = {v: 1 / len(pv.values) for v in pv.values}
     for col in columns[2:]:
         if (s := _scale_of_column(col)) is not None:
             scales[col.name] = s
-        else:
-            categorical.add(col.name)
+        elif isinstance(col, CategoricalColumn):
+            shares[col.name] = dict(zip(col.values, col.probabilities, strict=True))
     deps: list[DependentColumn] = []
     erng = derive(seed, "expressions")
     for dep in lex_deps:
-        column, scale = _dependent_column(dep, scales, categorical, erng)
+        column, scale = _dependent_column(dep, scales, shares, erng)
         deps.append(column)
         if scale is not None:
             scales[dep.name] = scale
         else:
-            categorical.add(dep.name)
+            shares[dep.name] = {label: 1 / len(dep.labels) for label in dep.labels}
     columns += deps
 
     srng = derive(seed, "sorting")

@@ -61,6 +61,12 @@ _COMPARE = {
 }
 
 
+_OPERATOR_SYMBOLS = {
+    ast.FloorDiv: "//", ast.Mod: "%", ast.MatMult: "@", ast.LShift: "<<", ast.RShift: ">>",
+    ast.BitOr: "|", ast.BitXor: "^", ast.BitAnd: "&", ast.Invert: "~", ast.Not: "not",
+}  # fmt: skip
+
+
 class ExpressionError(ValueError):
     """An expression uses something outside the whitelist, or uses it wrongly."""
 
@@ -191,6 +197,9 @@ class _Compiler:
                 return lambda env: np.negative(operand(env))
             case ast.UnaryOp(op=ast.UAdd()):
                 return self.numeric(node.operand)
+            case ast.BinOp(op=op) | ast.UnaryOp(op=op):
+                symbol = _OPERATOR_SYMBOLS.get(type(op), type(op).__name__)
+                raise self.fail(node, f"operator '{symbol}' is not allowed (allowed: + - * / **)")
             case ast.Compare():
                 return self.compare(node)
             case ast.Call():

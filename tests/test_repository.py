@@ -1,0 +1,133 @@
+import math
+
+import numpy as np
+import pytest
+
+from isg_gym.repository import Repository, RepositoryPathError, canonical_path
+from isg_gym.repository.index import MAX_FILES, SMALL_REPOSITORY
+from isg_gym.seeding import derive
+from isg_gym.simulator.procedural import build_spec
+
+
+@pytest.fixture(scope="module")
+def repos() -> list[Repository]:
+    return [Repository.from_seed(seed) for seed in range(200)]
+
+
+def test_file_count_rule(repos):
+    small = large = 0
+    for repo in repos:
+        spec = repo.spec
+        total = math.prod(len(v.values) for v in spec.path_variables)
+        assert repo.index.total_combinations == total
+        if total <= SMALL_REPOSITORY:
+            small += 1
+            assert len(repo.data_files) == total
+        else:
+            large += 1
+            rng = derive(spec.seed, "files", spec.spec_version)
+            want = 15 + math.floor(rng.beta(1.5, 15) * (min(total, MAX_FILES) - 15))
+            assert len(repo.data_files) == want
+    assert small and large
+
+
+def test_files_are_distinct_combinations_matching_their_paths(repos):
+    for repo in repos[:50]:
+        combos = {tuple(row) for row in repo.index.codes.tolist()}
+        assert len(combos) == len(repo.data_files) == len(set(repo.data_files))
+        for path in repo.data_files[:5]:
+            values = repo.path_values(path)
+            assert set(values) == {v.name for v in repo.spec.path_variables}
+            for var in repo.spec.path_variables:
+                assert values[var.name] in var.values
+
+
+def test_no_empty_directories_and_listing(repos):
+    for repo in repos[:50]:
+        dirs = repo.index.directories
+        for directory, children in dirs.items():
+            assert children, directory
+            for child in children:
+                full = f"{directory}/{child}".strip("/")
+                if child.endswith("/"):
+                    assert full.rstrip("/") in dirs
+                else:
+                    assert repo.is_file(full)
+        assert ("README.md" in repo.listdir("/")) == repo.spec.readme.present
+
+
+def test_rows_identifiers_and_sorting(repos):
+    for repo in repos[:80]:
+        spec = repo.spec
+        table = repo.table(repo.data_files[-1])
+        assert 20 <= len(table) <= 299
+        ident = table[spec.columns[0].name]
+        assert ident.is_unique and ident.notna().all()
+        stamps = table[spec.columns[1].name]
+        assert stamps.str.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ").all()
+        if spec.sort_by is not None:
+            key = table[spec.sort_by]
+            assert key.dropna().is_monotonic_increasing
+            assert key.isna().sum() == 0 or key.iloc[-key.isna().sum():].isna().all()
+
+
+def test_tables_are_memoised_and_deterministic():
+    repo = Repository.from_seed(11)
+    path = repo.data_files[0]
+    assert repo.table(path) is repo.table(path)
+    fresh = Repository(build_spec(11))
+    assert fresh.read_bytes(path) == repo.read_bytes(path)
+
+
+def test_missing_values_follow_the_rates():
+    seen = 0
+    for seed in range(100):
+        repo = Repository.from_seed(seed)
+        for col in repo.spec.columns:
+            if col.missing_rate >= 0.05:
+                n = missing = 0
+                for path in repo.data_files[:8]:
+                    values = repo.table(path)[col.name]
+                    n, missing = n + len(values), missing + int(values.isna().sum())
+                assert 0 < missing / n < 3 * col.missing_rate
+                seen += 1
+    assert seen > 10
+
+
+@pytest.mark.parametrize(
+    ("spelling", "canonical"),
+    [("a/b.csv", "a/b.csv"), ("/a/b.csv", "a/b.csv"), ("a//b.csv", "a/b.csv"),
+     ("a/./b.csv", "a/b.csv"), ("./a/b.csv/", "a/b.csv"), ("/", ""), ("", ""), (".", "")],
+)  # fmt: skip
+def test_canonical_paths(spelling, canonical):
+    assert canonical_path(spelling) == canonical
+
+
+@pytest.mark.parametrize("bad", ["..", "../etc/passwd", "a/../../b", "a/..", "a\\b", "a\x00b", 3])
+def test_escapes_are_rejected(bad):
+    with pytest.raises(RepositoryPathError):
+        canonical_path(bad)
+
+
+def test_all_spellings_address_the_same_file():
+    repo = Repository.from_seed(5)
+    path = repo.data_files[3]
+    parts = path.split("/")
+    for spelling in (f"/{path}", "//".join(parts), "/./".join(parts)):
+        assert repo.read_bytes(spelling) == repo.read_bytes(path)
+    with pytest.raises(RepositoryPathError, match="leaves the repository"):
+        repo.read_bytes(f"{parts[0]}/../{path}")
+    with pytest.raises(RepositoryPathError, match="no data file"):
+        repo.read_bytes("nope/missing.csv")
+    with pytest.raises(RepositoryPathError, match="is a directory"):
+        repo.read_bytes(parts[0])
+    with pytest.raises(RepositoryPathError, match="is a file"):
+        repo.listdir(path)
+
+
+def test_numeric_values_do_not_drift_between_files():
+    repo = Repository.from_seed(21)
+    a, b = (repo.table(p) for p in repo.data_files[:2])
+    num = [c.name for c in repo.spec.columns if c.role == "continuous"]
+    if num:
+        assert not np.array_equal(a[num[0]].to_numpy()[:20], b[num[0]].to_numpy()[:20])
