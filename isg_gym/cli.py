@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from isg_gym.repository import Repository, RepositoryPathError
 from isg_gym.repository.repository import stderr_progress
 from isg_gym.simulator.procedural import build_spec
-from isg_gym.spec.models import Spec, column_kind
+from isg_gym.spec.models import Column, Spec, column_kind
 
 
 class CliError(Exception):
@@ -28,7 +28,9 @@ def _seed(text: str) -> int:
     try:
         seed = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"SEED must be a non-negative integer, got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"SEED must be a non-negative integer, got {text!r}"
+        ) from None
     if seed < 0:
         raise argparse.ArgumentTypeError(f"SEED must be a non-negative integer, got {seed}")
     return seed
@@ -44,18 +46,24 @@ def _positive(text: str) -> int:
     return value
 
 
+def _column_detail(c: Column) -> str:
+    match c.role:
+        case "identifier":
+            return f"prefix {c.prefix}"
+        case "datetime":
+            return f"every {c.interval_seconds}s" + ("" if c.regular else " (sampled)")
+        case "categorical":
+            return ", ".join(c.values)
+        case "integer" | "continuous":
+            return c.distribution.model_dump_json()
+    return c.expression
+
+
 def _variable_rows(spec: Spec) -> list[tuple[str, str, str, str]]:
     rows = [(p.name, f"path:{p.kind}", p.unit, ", ".join(p.values[:6])
              + (" ..." if len(p.values) > 6 else "")) for p in spec.path_variables]  # fmt: skip
     for c in spec.columns:
-        detail = {
-            "identifier": lambda: f"prefix {c.prefix}",
-            "datetime": lambda: f"every {c.interval_seconds}s" + ("" if c.regular else " (sampled)"),
-            "categorical": lambda: ", ".join(c.values),
-            "integer": lambda: c.distribution.model_dump_json(),
-            "continuous": lambda: c.distribution.model_dump_json(),
-            "dependent": lambda: c.expression,
-        }[c.role]()
+        detail = _column_detail(c)
         kind = c.role if c.role != "dependent" else f"dependent:{column_kind(c)}"
         missing = f" [{c.missing_rate:.1%} missing]" if c.missing_rate else ""
         rows.append((c.name, kind, c.unit, detail + missing))
@@ -72,10 +80,14 @@ def cmd_show(args: argparse.Namespace) -> None:
     print(f"taxonomy:  {t.field} / {t.domain} / {t.subdomain}")
     print(f"title:     {spec.story.title}")
     names = {p.key: p.short for p in spec.path_variables}
-    print(f"template:  {spec.layout.template(spec.file_format, names)}   "
-          f"(style {spec.layout.style}, dates {spec.layout.date_format})")
-    print(f"files:     {len(repo.data_files)} data files of {repo.index.total_combinations} "
-          f"combinations, format {spec.file_format}, sorted by {spec.sort_by or 'nothing'}")
+    print(
+        f"template:  {spec.layout.template(spec.file_format, names)}   "
+        f"(style {spec.layout.style}, dates {spec.layout.date_format})"
+    )
+    print(
+        f"files:     {len(repo.data_files)} data files of {repo.index.total_combinations} "
+        f"combinations, format {spec.file_format}, sorted by {spec.sort_by or 'nothing'}"
+    )
     print(f"readme:    present={vis.present} title={vis.title} abstract={vis.abstract}")
     print("abstract:")
     print(wrap(spec.story.abstract))

@@ -58,7 +58,10 @@ def test_cut_maps_scores_to_labels_with_noise_on_the_score():
     noise = np.array([0.0, 5.0, -1.0, 0.0])
     assert list(expr.evaluate(ENV, 4, noise)) == ["mid", "hi", "lo", "hi"]
     assert list(compile_expression("cut(log(x), [0], ['n', 'p'])", VARS).evaluate(ENV, 4)) == [
-        "p", None, None, "p"
+        "p",
+        None,
+        None,
+        "p",
     ]
 
 

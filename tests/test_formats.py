@@ -46,8 +46,12 @@ def test_xlsx_bytes_are_deterministic():
 
 def test_text_renderings():
     table = pd.DataFrame({"t": ["2024-01-01T00:00:00Z"], "x": [1.5], "n": [np.nan], "c": ["a b"]})
-    assert serialise(table, "txt", "t").decode() == "t\tx\tn\tc\n2024-01-01T00:00:00Z\t1.5\tNA\ta b\n"
-    assert serialise(table, "log", "t").decode() == "t=2024-01-01T00:00:00Z | x=1.5 | n=NA | c=a b\n"
+    assert (
+        serialise(table, "txt", "t").decode() == "t\tx\tn\tc\n2024-01-01T00:00:00Z\t1.5\tNA\ta b\n"
+    )
+    assert (
+        serialise(table, "log", "t").decode() == "t=2024-01-01T00:00:00Z | x=1.5 | n=NA | c=a b\n"
+    )
     assert serialise(table, "csv", "t").decode() == "t,x,n,c\n2024-01-01T00:00:00Z,1.5,,a b\n"
     assert serialise(table, "jsonl", "t").decode() == (
         '{"t": "2024-01-01T00:00:00Z", "x": 1.5, "n": null, "c": "a b"}\n'

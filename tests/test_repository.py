@@ -68,7 +68,7 @@ def test_rows_identifiers_and_sorting(repos):
         if spec.sort_by is not None:
             key = table[spec.sort_by]
             assert key.dropna().is_monotonic_increasing
-            assert key.isna().sum() == 0 or key.iloc[-key.isna().sum():].isna().all()
+            assert key.isna().sum() == 0 or key.iloc[-key.isna().sum() :].isna().all()
 
 
 def test_tables_are_memoised_and_deterministic():

@@ -19,11 +19,29 @@ from isg_gym.simulator.lexicon import Effect
 
 @dataclass(frozen=True)
 class InputScale:
-    """Where an input lives: centre, spread, and whether it is never negative."""
+    """Where an input lives: centre, spread, whether it is never negative, and (for
+    non-negative inputs) the mean and spread of ``log(x + shift)``."""
 
     centre: float
     scale: float
     nonnegative: bool
+    log_centre: float = 0.0
+    log_spread: float = 1.0
+
+    @property
+    def shift(self) -> float:
+        return max(0.1 * self.centre, 1e-3)
+
+    @classmethod
+    def from_samples(cls, x: np.ndarray, centre: float | None = None, scale: float | None = None):
+        """Scale from representative values (the lexicon's path values or a fixed sample)."""
+        centre = float(x.mean()) if centre is None else centre
+        scale = (float(x.std()) or 1.0) if scale is None else scale
+        nonneg = bool(x.min() >= 0)
+        if not nonneg:
+            return cls(centre, scale, False)
+        logs = np.log(x + max(0.1 * centre, 1e-3))
+        return cls(centre, scale, True, float(logs.mean()), max(float(logs.std()), 0.05))
 
 
 def num(x: float) -> str:
@@ -60,9 +78,7 @@ def term(
             cut = s.centre + rng.uniform(-0.5, 0.5) * s.scale
             return f"(2*({x} > {num(cut)}) - 1)"
         case "log" if s.nonnegative:
-            shift = max(0.1 * s.centre, 1e-3)
-            spread = max(math.log1p(s.scale / (s.centre + shift)), 0.05)
-            return f"(log(({x} + {num(shift)})/{num(s.centre + shift)})/{num(spread)})"
+            return f"((log({x} + {num(s.shift)}) - {num(s.log_centre)})/{num(s.log_spread)})"
         case "log":
             return _std(x, s)
         case "interaction":

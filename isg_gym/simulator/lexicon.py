@@ -15,7 +15,7 @@ import re
 import sys
 from functools import cache
 from importlib import resources
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -175,7 +175,9 @@ class Archetype(_Model):
     identifier: VariableText
     id_prefix: str = Field(pattern=r"^[A-Z]{1,4}$")
     timestamp: VariableText
-    interval_seconds: list[int] = Field(min_length=1, description="plausible sampling intervals")
+    interval_seconds: list[Annotated[int, Field(ge=1, le=7 * 86_400)]] = Field(
+        min_length=1, description="plausible sampling intervals, at most a week"
+    )
     path_variables: list[LexPathVariable] = Field(min_length=2)
     independent: list[LexCategorical | LexInteger | LexContinuous] = Field(min_length=4)
     dependent: list[LexDependent] = Field(min_length=3)
@@ -251,7 +253,9 @@ class FieldLexicon(_Model):
                 raise ValueError(f"archetype {arch.id}: unknown domains {sorted(unknown)}")
             covered |= set(arch.domains)
         if known - covered:
-            raise ValueError(f"{self.field}: domains without an archetype {sorted(known - covered)}")
+            raise ValueError(
+                f"{self.field}: domains without an archetype {sorted(known - covered)}"
+            )
         ids = [a.id for a in self.archetypes]
         if len(set(ids)) != len(ids):
             raise ValueError(f"{self.field}: duplicate archetype ids")

@@ -88,9 +88,7 @@ def _researchers(rng: np.random.Generator, count: int) -> list[str]:
     out = []
     for last in lasts:
         first = firsts[rng.integers(len(firsts))]
-        out.append(
-            fmt.format(f=first[0].lower(), F=first[0], last=last.lower(), Last=last)
-        )
+        out.append(fmt.format(f=first[0].lower(), F=first[0], last=last.lower(), Last=last))
     return out
 
 
@@ -101,9 +99,7 @@ def _dates(rng: np.random.Generator, count: int) -> list[str]:
     return [(start + dt.timedelta(days=int(x))).isoformat() for x in days]
 
 
-def _path_variables(
-    arch: Archetype, rng: np.random.Generator
-) -> list[PathVariable]:
+def _path_variables(arch: Archetype, rng: np.random.Generator) -> list[PathVariable]:
     out: list[PathVariable] = []
     for k, (pv, values) in enumerate(_project_path_variables(arch, rng), start=1):
         kind = "categorical" if isinstance(pv.values[0], str) else "numeric"
@@ -222,18 +218,24 @@ def _scale_of_column(col: Column) -> InputScale | None:
     if isinstance(col, IntegerColumn | ContinuousColumn):
         centre, sd = col.distribution.moments()
         nonneg = col.distribution.nonnegative or bool(
-            isinstance(col, ContinuousColumn) and col.clip and col.clip[0] is not None
+            isinstance(col, ContinuousColumn)
+            and col.clip
+            and col.clip[0] is not None
             and col.clip[0] >= 0
         )
-        return InputScale(centre, max(sd, 1e-6), nonneg)
+        if not nonneg:
+            return InputScale(centre, max(sd, 1e-6), False)
+        sample = col.distribution.sample(derive(0, "log-scale", col.name), 2000)
+        if isinstance(col, ContinuousColumn) and col.clip is not None:
+            sample = np.clip(sample, col.clip[0], col.clip[1])
+        return InputScale.from_samples(np.maximum(sample, 0), centre, max(sd, 1e-6))
     return None
 
 
 def _scale_of_path(pv: PathVariable) -> InputScale | None:
     if pv.kind not in ("numeric", "sequence"):
         return None
-    x = np.array([float(v) for v in pv.values])
-    return InputScale(float(x.mean()), float(x.std()) or 1.0, bool(x.min() >= 0))
+    return InputScale.from_samples(np.array([float(v) for v in pv.values]))
 
 
 def _dependent_column(
@@ -262,12 +264,13 @@ def _dependent_column(
     column = DependentColumn(expression=expression, noise_sd=noise_sd, decimals=dep.decimals,
                              clip=dep.bounds, missing_rate=_missing_rate(rng), **info)  # fmt: skip
     nonneg = dep.bounds is not None and dep.bounds[0] is not None and dep.bounds[0] >= 0
-    return column, InputScale((low + high) / 2, max(half / 1.5, 1e-6), nonneg)
+    centre, scale = (low + high) / 2, max(half / 1.5, 1e-6)
+    if not nonneg:
+        return column, InputScale(centre, scale, False)
+    return column, InputScale.from_samples(np.linspace(max(low, 0), high, 9), centre, scale)
 
 
-def _choose_variables(
-    arch: Archetype, rng: np.random.Generator
-) -> tuple[list, list[LexDependent]]:
+def _choose_variables(arch: Archetype, rng: np.random.Generator) -> tuple[list, list[LexDependent]]:
     deps = [arch.dependent[i] for i in _subset(rng, len(arch.dependent), 2, 6)]
     referenced = {e.input for dep in deps for e in dep.effects}
     referenced |= {e.other for dep in deps for e in dep.effects if e.other}
@@ -307,12 +310,17 @@ def _build(seed: int) -> Spec:
 
     crng = derive(seed, "columns")
     columns: list[Column] = [
-        IdentifierColumn(prefix=arch.id_prefix, digits=int(crng.integers(4, 6)),
-                         **arch.identifier.model_dump()),  # fmt: skip
+        IdentifierColumn(
+            prefix=arch.id_prefix, digits=int(crng.integers(4, 6)), **arch.identifier.model_dump()
+        ),
         DatetimeColumn(
-            start=dt.datetime(int(crng.integers(2015, 2025)), int(crng.integers(1, 13)),
-                              int(crng.integers(1, 29)), int(crng.integers(0, 24)),
-                              tzinfo=dt.UTC),  # fmt: skip
+            start=dt.datetime(
+                int(crng.integers(2015, 2025)),
+                int(crng.integers(1, 13)),
+                int(crng.integers(1, 29)),
+                int(crng.integers(0, 24)),
+                tzinfo=dt.UTC,
+            ),
             interval_seconds=int(arch.interval_seconds[crng.integers(len(arch.interval_seconds))]),
             regular=bool(crng.random() < 0.6),
             **arch.timestamp.model_dump(),

@@ -8,7 +8,23 @@ from isg_gym.simulator.lexicon import Archetype, load_common
 from isg_gym.spec.models import Column, PathVariable, Story, TaxonomyTriple, VariableInfo
 
 ABSTRACT_WORDS = (150, 250)
-_SMALL = {"a", "an", "and", "as", "at", "by", "for", "in", "of", "on", "or", "per", "the", "to", "vs"}
+_SMALL = {
+    "a",
+    "an",
+    "and",
+    "as",
+    "at",
+    "by",
+    "for",
+    "in",
+    "of",
+    "on",
+    "or",
+    "per",
+    "the",
+    "to",
+    "vs",
+}
 
 
 def title_case(text: str) -> str:

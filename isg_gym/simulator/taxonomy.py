@@ -35,4 +35,6 @@ def sample_triple(rng: np.random.Generator) -> TaxonomyTriple:
     domain = sorted(domains)[rng.integers(len(domains))]
     subs = domains[domain]
     sub = sorted(subs)[rng.integers(len(subs))]
-    return TaxonomyTriple(field=field, domain=domain, subdomain=sub, subdomain_description=subs[sub])
+    return TaxonomyTriple(
+        field=field, domain=domain, subdomain=sub, subdomain_description=subs[sub]
+    )

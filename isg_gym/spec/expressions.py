@@ -22,6 +22,7 @@ comprehensions, f-strings, ...) is rejected with an :class:`ExpressionError` nam
 from __future__ import annotations
 
 import ast
+import itertools
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -88,7 +89,7 @@ class _Cut:
 
 
 class Expression:
-    """A compiled expression: ``evaluate(env, noise)`` gives a float array, or labels for ``cut``."""
+    """A compiled expression: ``evaluate(env, n, noise)`` gives floats, or labels for ``cut``."""
 
     def __init__(self, source: str, root: Node | _Cut, names: frozenset[str]) -> None:
         self.source = source
@@ -151,7 +152,7 @@ class _Compiler:
         ls = [self.string_literal(x) for x in labels.elts]
         if len(ls) != len(ts) + 1 or not ts:
             raise self.fail(node, "cut needs k >= 1 thresholds and k + 1 labels")
-        if any(b <= a for a, b in zip(ts, ts[1:], strict=False)):
+        if any(b <= a for a, b in itertools.pairwise(ts)):
             raise self.fail(node, "cut thresholds must be strictly increasing")
         return _Cut(self.numeric(score), np.array(ts, dtype=np.float64), np.array(ls, dtype=object))
 
@@ -190,7 +191,11 @@ class _Compiler:
             case ast.Name(id=name):
                 return self.variable(node, name, "numeric")
             case ast.BinOp(op=op) if type(op) in _BINARY:
-                fn, left, right = _BINARY[type(op)], self.numeric(node.left), self.numeric(node.right)
+                fn, left, right = (
+                    _BINARY[type(op)],
+                    self.numeric(node.left),
+                    self.numeric(node.right),
+                )
                 return lambda env: fn(left(env), right(env))
             case ast.UnaryOp(op=ast.USub()):
                 operand = self.numeric(node.operand)
@@ -296,7 +301,9 @@ def expression_kind(source: str) -> Kind:
         body = ast.parse(source.strip(), mode="eval").body
     except (SyntaxError, RecursionError, MemoryError, ValueError):
         return "numeric"
-    is_cut = isinstance(body, ast.Call) and isinstance(body.func, ast.Name) and body.func.id == "cut"
+    is_cut = (
+        isinstance(body, ast.Call) and isinstance(body.func, ast.Name) and body.func.id == "cut"
+    )
     return "categorical" if is_cut else "numeric"
 
 

@@ -208,7 +208,11 @@ class DependentColumn(_Column):
 
 
 Column = Annotated[
-    IdentifierColumn | DatetimeColumn | CategoricalColumn | IntegerColumn | ContinuousColumn
+    IdentifierColumn
+    | DatetimeColumn
+    | CategoricalColumn
+    | IntegerColumn
+    | ContinuousColumn
     | DependentColumn,
     Field(discriminator="role"),
 ]
@@ -250,8 +254,10 @@ class Spec(Model):
         if sorted(keys) != sorted(self.layout.placeholders):
             raise ValueError(f"layout placeholders {self.layout.placeholders} != {keys}")
         roles = [c.role for c in self.columns]
-        if roles[:2] != ["identifier", "datetime"] or roles.count("identifier") != 1 or (
-            roles.count("datetime") != 1
+        if (
+            roles[:2] != ["identifier", "datetime"]
+            or roles.count("identifier") != 1
+            or (roles.count("datetime") != 1)
         ):
             raise ValueError("columns start with one identifier and one datetime column")
         names = [c.name for c in self.columns] + [p.name for p in self.path_variables]
