@@ -29,7 +29,7 @@ def test_default_read_json_is_within_one_ulp(file_format):
     repo = Repository(spec)
     table = repo.table(repo.data_files[0])
     parsed = pd.read_json(io.BytesIO(repo.read_bytes(repo.data_files[0])),
-                          lines=file_format == "jsonl", convert_dates=False)  # fmt: skip
+                          lines=file_format == "jsonl")  # fmt: skip
     for col in table.columns:
         if pd.api.types.is_float_dtype(table[col]):
             np.testing.assert_array_max_ulp(parsed[col].to_numpy(float),
