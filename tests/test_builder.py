@@ -80,7 +80,7 @@ def test_bad_spec_json_is_a_clear_error():
     data = spec.model_dump(mode="json")
     data["columns"][-1] = dict(data["columns"][-1], role="dependent",
                                expression="__import__('os').system('x')", noise_sd=0.1)  # fmt: skip
-    with pytest.raises(ValueError, match="column .*: call of attribute access"):
+    with pytest.raises(ValueError, match=r"column .*: call of attribute access"):
         Spec.model_validate(data)
     with pytest.raises(ValueError, match="file_format"):
         Spec.model_validate({**spec.model_dump(mode="json"), "file_format": "parquet"})

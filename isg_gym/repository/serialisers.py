@@ -16,6 +16,7 @@ each column's decimals), so pandas parses back exactly the values the ground tru
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 import re
@@ -27,21 +28,53 @@ import pandas as pd
 FIXED_ZIP_TIME = (2020, 1, 1, 0, 0, 0)
 FIXED_XLSX_TIME = "2020-01-01T00:00:00Z"
 LOG_SEPARATOR = " | "
-_UNIT_SEP = "\x1f"
+
+
+def columns_as_lists(df: pd.DataFrame, missing: object = None) -> list[list]:
+    """Each column as a Python list (floats, ints, strs), missing cells replaced by ``missing``.
+
+    Python's ``repr`` of a float (used by ``csv``, ``json`` and ``str``) is the shortest text that
+    reads back to the same double.
+    """
+    out = []
+    for name in df.columns:
+        values = df[name].to_numpy()
+        if values.dtype.kind == "f":
+            mask = np.isnan(values)
+            cells = values.tolist()
+            if mask.any():
+                for i in np.flatnonzero(mask).tolist():
+                    cells[i] = missing
+        elif values.dtype.kind in "iu":
+            cells = values.tolist()
+        else:
+            cells = [missing if v is None or v is pd.NA or v != v else v for v in values.tolist()]
+        out.append(cells)
+    return out
+
+
+def _delimited(df: pd.DataFrame, delimiter: str, missing: str) -> bytes:
+    buf = io.StringIO()
+    writer = csv.writer(buf, delimiter=delimiter, lineterminator="\n")
+    writer.writerow(df.columns)
+    writer.writerows(zip(*columns_as_lists(df, missing), strict=True))
+    return buf.getvalue().encode("utf-8")
 
 
 def to_csv(df: pd.DataFrame) -> bytes:
-    return df.to_csv(index=False, lineterminator="\n").encode("utf-8")
+    return _delimited(df, ",", "")
 
 
 def to_txt(df: pd.DataFrame) -> bytes:
-    return df.to_csv(index=False, sep="\t", na_rep="NA", lineterminator="\n").encode("utf-8")
+    return _delimited(df, "\t", "NA")
 
 
 def _records(df: pd.DataFrame) -> list[str]:
-    clean = df.astype(object).where(df.notna(), None)
-    return [json.dumps(dict(zip(df.columns, map(_cell, row), strict=True)), ensure_ascii=False)
-            for row in clean.itertuples(index=False, name=None)]  # fmt: skip
+    names = list(df.columns)
+    dumps = json.JSONEncoder(ensure_ascii=False).encode
+    return [
+        dumps(dict(zip(names, row, strict=True))) for row in zip(*columns_as_lists(df), strict=True)
+    ]
 
 
 def to_json(df: pd.DataFrame) -> bytes:
@@ -54,21 +87,9 @@ def to_jsonl(df: pd.DataFrame) -> bytes:
 
 def to_log(df: pd.DataFrame, timestamp: str) -> bytes:
     names = [timestamp, *(c for c in df.columns if c != timestamp)]
-    body = df[names].to_csv(index=False, header=False, sep=_UNIT_SEP, na_rep="NA",
-                            lineterminator="\n", quoting=3)  # fmt: skip
-    lines = []
-    for line in body.splitlines():
-        cells = line.split(_UNIT_SEP)
-        lines.append(LOG_SEPARATOR.join(f"{k}={v}" for k, v in zip(names, cells, strict=True)))
-    return ("\n".join(lines) + "\n").encode("utf-8")
-
-
-def _cell(value: object) -> object:
-    if value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)):
-        return None
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
+    columns = columns_as_lists(df[names], "NA")
+    prefixed = [[f"{k}={v}" for v in col] for k, col in zip(names, columns, strict=True)]
+    return ("\n".join(map(LOG_SEPARATOR.join, zip(*prefixed, strict=True))) + "\n").encode("utf-8")
 
 
 def to_xlsx(df: pd.DataFrame) -> bytes:
@@ -77,8 +98,8 @@ def to_xlsx(df: pd.DataFrame) -> bytes:
     wb = Workbook(write_only=True)
     ws = wb.create_sheet("data")
     ws.append(list(df.columns))
-    for row in df.itertuples(index=False, name=None):
-        ws.append([_cell(v) for v in row])
+    for row in zip(*columns_as_lists(df), strict=True):
+        ws.append(row)
     buf = io.BytesIO()
     wb.save(buf)
     return _normalise_zip(buf.getvalue())
@@ -103,6 +124,14 @@ def _normalise_zip(data: bytes) -> bytes:
     return out.getvalue()
 
 
+def _integers_with_missing(values: pd.Series) -> np.ndarray:
+    out = values.to_numpy(dtype=object)
+    present = values.notna().to_numpy()
+    out[present] = values[present].astype(np.int64).tolist()
+    out[~present] = None
+    return out
+
+
 def serialise(
     df: pd.DataFrame, file_format: str, timestamp: str, integer_columns: tuple[str, ...] = ()
 ) -> bytes:
@@ -112,7 +141,7 @@ def serialise(
     """
     floats = [c for c in integer_columns if df[c].dtype.kind == "f"]
     if floats:
-        df = df.astype({c: "Int64" for c in floats})
+        df = df.assign(**{c: _integers_with_missing(df[c]) for c in floats})
     match file_format:
         case "csv":
             return to_csv(df)

@@ -214,7 +214,8 @@ def _independent_column(v, rng: np.random.Generator) -> Column:
                             clip=v.clip, **common)  # fmt: skip
 
 
-def _scale_of_column(col: Column) -> InputScale | None:
+def _scale_of_column(col: Column, log_inputs: set[str]) -> InputScale | None:
+    """Centre and spread of a numeric column; log-scale statistics only if a log effect uses it."""
     if isinstance(col, IntegerColumn | ContinuousColumn):
         centre, sd = col.distribution.moments()
         nonneg = col.distribution.nonnegative or bool(
@@ -223,8 +224,8 @@ def _scale_of_column(col: Column) -> InputScale | None:
             and col.clip[0] is not None
             and col.clip[0] >= 0
         )
-        if not nonneg:
-            return InputScale(centre, max(sd, 1e-6), False)
+        if not nonneg or col.name not in log_inputs:
+            return InputScale(centre, max(sd, 1e-6), nonneg)
         sample = col.distribution.sample(derive(0, "log-scale", col.name), 2000)
         if isinstance(col, ContinuousColumn) and col.clip is not None:
             sample = np.clip(sample, col.clip[0], col.clip[1])
@@ -328,6 +329,7 @@ def _build(seed: int) -> Spec:
     ]
     columns += [_independent_column(v, crng) for v in independents]
 
+    log_inputs = {e.input for dep in lex_deps for e in dep.effects if e.form == "log"}
     scales: dict[str, InputScale] = {}
     shares: dict[str, dict[str, float]] = {}  # categorical input -> level -> share of rows
     for pv in path_vars:
@@ -336,7 +338,7 @@ def _build(seed: int) -> Spec:
         elif pv.kind in ("categorical", "researcher"):
             shares[pv.name] = {v: 1 / len(pv.values) for v in pv.values}
     for col in columns[2:]:
-        if (s := _scale_of_column(col)) is not None:
+        if (s := _scale_of_column(col, log_inputs)) is not None:
             scales[col.name] = s
         elif isinstance(col, CategoricalColumn):
             shares[col.name] = dict(zip(col.values, col.probabilities, strict=True))

@@ -273,10 +273,11 @@ class Spec(Model):
         for col in self.columns:
             if isinstance(col, DependentColumn):
                 try:
-                    compile_expression(col.expression, kinds)
+                    kinds[col.name] = compile_expression(col.expression, kinds).kind
                 except ExpressionError as err:
                     raise ValueError(f"column {col.name}: {err}") from None
-            kinds[col.name] = column_kind(col)
+            else:
+                kinds[col.name] = column_kind(col)
         return self
 
     def column(self, name: str) -> Column:
