@@ -80,9 +80,10 @@ def cmd_show(args: argparse.Namespace) -> None:
     print(f"taxonomy:  {t.field} / {t.domain} / {t.subdomain}")
     print(f"title:     {spec.story.title}")
     names = {p.key: p.short for p in spec.path_variables}
+    dates = f", dates {spec.layout.date_format}" if "date" in names else ""
     print(
         f"template:  {spec.layout.template(spec.file_format, names)}   "
-        f"(style {spec.layout.style}, dates {spec.layout.date_format})"
+        f"(style {spec.layout.style}{dates})"
     )
     print(
         f"files:     {len(repo.data_files)} data files of {repo.index.total_combinations} "

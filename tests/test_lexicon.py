@@ -20,3 +20,13 @@ def test_every_field_has_a_valid_lexicon_covering_its_domains(field):
     assert lex.field == field and len(lex.archetypes) >= 3
     covered = {d for a in lex.archetypes for d in a.domains}
     assert covered == set(load_taxonomy()[field])
+
+
+def test_documented_example_archetype_is_valid():
+    import json
+    from importlib import resources
+
+    from isg_gym.simulator.lexicon import Archetype
+
+    text = resources.files("isg_gym.data.lexicon").joinpath("_example_archetype.json").read_text()
+    assert Archetype.model_validate(json.loads(text)).id == "stat_randomized_block_trial"
