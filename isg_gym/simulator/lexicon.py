@@ -21,13 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from isg_gym.simulator.taxonomy import load_taxonomy
 from isg_gym.spec.distributions import ContinuousDistribution, IntegerDistribution
-from isg_gym.spec.models import PATH_TOKEN_RE, VariableInfo
+from isg_gym.spec.models import PATH_TOKEN_RE, VariableInfo, check_label
 
-PANDAS_SPECIAL = {
-    "", "NA", "N/A", "n/a", "NaN", "nan", "-nan", "-NaN", "NULL", "null", "None", "none", "<NA>",
-    "#N/A", "#NA", "#N/A N/A", "1.#IND", "-1.#IND", "1.#QNAN", "-1.#QNAN",
-    "True", "False", "TRUE", "FALSE", "true", "false",
-}  # fmt: skip
 PLACEHOLDERS = ("subdomain", "domain", "factor", "focus")
 _PLACEHOLDER_RE = re.compile(r"\{([a-z_]+)\}")
 
@@ -37,17 +32,6 @@ def _check_text(text: str, where: str) -> str:
         if name not in PLACEHOLDERS:
             raise ValueError(f"{where}: unknown placeholder {{{name}}}; allowed: {PLACEHOLDERS}")
     return text
-
-
-def check_label(value: str) -> str:
-    """A category label must survive a round trip through pandas as the same string."""
-    if value in PANDAS_SPECIAL or value != value.strip() or "|" in value or "\t" in value:
-        raise ValueError(f"category label {value!r} would not read back as a string")
-    try:
-        float(value)
-    except ValueError:
-        return value
-    raise ValueError(f"category label {value!r} looks numeric")
 
 
 class _Model(BaseModel):

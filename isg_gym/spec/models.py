@@ -30,6 +30,25 @@ RESERVED_NAMES = frozenset(
 )  # fmt: skip
 
 
+# Strings pandas would read back as missing, boolean or numeric are not valid category labels.
+PANDAS_SPECIAL = {
+    "", "NA", "N/A", "n/a", "NaN", "nan", "-nan", "-NaN", "NULL", "null", "None", "none", "<NA>",
+    "#N/A", "#NA", "#N/A N/A", "1.#IND", "-1.#IND", "1.#QNAN", "-1.#QNAN",
+    "True", "False", "TRUE", "FALSE", "true", "false",
+}  # fmt: skip
+
+
+def check_label(value: str) -> str:
+    """A category label must survive a round trip through pandas as the same string."""
+    if value in PANDAS_SPECIAL or value != value.strip() or "|" in value or "\t" in value:
+        raise ValueError(f"category label {value!r} would not read back as a string")
+    try:
+        float(value)
+    except ValueError:
+        return value
+    raise ValueError(f"category label {value!r} looks numeric")
+
+
 class Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -175,6 +194,8 @@ class CategoricalColumn(_Column):
 
     @model_validator(mode="after")
     def _check(self):
+        for value in self.values:
+            check_label(value)
         if len(self.probabilities) != len(self.values) or min(self.probabilities) <= 0:
             raise ValueError(f"{self.name}: one positive probability per value")
         if abs(sum(self.probabilities) - 1) > 1e-9:
