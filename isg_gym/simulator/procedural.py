@@ -271,7 +271,10 @@ def _dependent_column(
     return column, InputScale.from_samples(np.linspace(max(low, 0), high, 9), centre, scale)
 
 
-def _choose_variables(arch: Archetype, rng: np.random.Generator) -> tuple[list, list[LexDependent]]:
+def _choose_variables(
+    arch: Archetype, rng: np.random.Generator, path_names: set[str]
+) -> tuple[list, list[LexDependent]]:
+    """Dependents and independents; every dependent keeps at least one of its causal inputs."""
     deps = [arch.dependent[i] for i in _subset(rng, len(arch.dependent), 2, 6)]
     referenced = {e.input for dep in deps for e in dep.effects}
     referenced |= {e.other for dep in deps for e in dep.effects if e.other}
@@ -280,8 +283,18 @@ def _choose_variables(arch: Archetype, rng: np.random.Generator) -> tuple[list, 
     n_ind = max(n_ind, 5 - len(deps))
     n_ind = min(n_ind, 17 - len(deps), len(pool))
     priority = rng.random(len(pool)) - np.array([0.5 * (v.name in referenced) for v in pool])
-    chosen = sorted(int(i) for i in np.argsort(priority, kind="stable")[:n_ind])
-    return [pool[i] for i in chosen], deps
+    chosen = {int(i) for i in np.argsort(priority, kind="stable")[:n_ind]}
+    position = {v.name: i for i, v in enumerate(pool)}
+    available = set(path_names) | {pool[i].name for i in chosen}
+    for dep in deps:
+        if not any(e.input in available and (e.other or e.input) in available for e in dep.effects):
+            extra = next((e.input for e in dep.effects if e.input in position and e.other is None),
+                         None)  # fmt: skip
+            if extra is not None:
+                chosen.add(position[extra])
+                available.add(extra)
+        available.add(dep.name)
+    return [pool[i] for i in sorted(chosen)], deps
 
 
 def _pick_factor_focus(
@@ -307,7 +320,7 @@ def _build(seed: int) -> Spec:
 
     rng = derive(seed, "variables")
     path_vars = _path_variables(arch, rng)
-    independents, lex_deps = _choose_variables(arch, rng)
+    independents, lex_deps = _choose_variables(arch, rng, {p.name for p in path_vars})
 
     crng = derive(seed, "columns")
     columns: list[Column] = [
