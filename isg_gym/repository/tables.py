@@ -40,7 +40,7 @@ class TableGenerator:
             for c in spec.columns
             if isinstance(c, DependentColumn)
         }
-        self._path_kinds = {p.name: p for p in spec.path_variables}
+        self._path_variables = {p.name: p for p in spec.path_variables}
 
     def clean_columns(self, path: str, values: dict[str, str]) -> dict[str, np.ndarray]:
         """All columns before missing values and sorting (a NaN here is a domain NaN)."""
@@ -54,7 +54,7 @@ class TableGenerator:
         n = int(rng.integers(MIN_ROWS, MAX_ROWS + 1))
         env: dict[str, np.ndarray | float | str] = {}
         for name, value in values.items():
-            kind = self._path_kinds[name].expression_kind
+            kind = self._path_variables[name].expression_kind
             if kind == "numeric":
                 env[name] = float(value)
             elif kind == "categorical":

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import keyword
 import re
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -160,31 +160,28 @@ class Layout(Model):
 
 class _Column(VariableInfo):
     missing_rate: float = Field(default=0.0, ge=0, le=0.5)
+    always_present: ClassVar[bool] = False
+
+    @model_validator(mode="after")
+    def _missing_allowed(self):
+        if self.always_present and self.missing_rate:
+            raise ValueError(f"the {self.role} column cannot have missing values")
+        return self
 
 
 class IdentifierColumn(_Column):
     role: Literal["identifier"] = "identifier"
+    always_present: ClassVar[bool] = True
     prefix: str = Field(pattern=r"^[A-Z]{1,4}$")
     digits: int = Field(ge=4, le=6)
-
-    @model_validator(mode="after")
-    def _no_missing(self):
-        if self.missing_rate:
-            raise ValueError("the identifier column cannot have missing values")
-        return self
 
 
 class DatetimeColumn(_Column):
     role: Literal["datetime"] = "datetime"
+    always_present: ClassVar[bool] = True
     start: dt.datetime = Field(description="first timestamp (UTC) when no date path variable")
     interval_seconds: int = Field(ge=1, le=86_400 * 7)
     regular: bool = Field(description="regular interval, or sorted random times within the span")
-
-    @model_validator(mode="after")
-    def _no_missing(self):
-        if self.missing_rate:
-            raise ValueError("the datetime column cannot have missing values")
-        return self
 
 
 class CategoricalColumn(_Column):
