@@ -44,6 +44,24 @@ def render_token(spec: Spec, var: PathVariable, value: str) -> str:
     return spec.layout.style.format(name=var.short, val=render_value(spec, var, value))
 
 
+class PathRenderer:
+    """Renders a combination of value indices (one per path variable) as a file path."""
+
+    def __init__(self, spec: Spec) -> None:
+        variables = spec.path_variables
+        key_pos = {v.key: j for j, v in enumerate(variables)}
+        self._tokens = [[render_token(spec, v, x) for x in v.values] for v in variables]
+        layout = spec.layout
+        groups = [*zip(layout.levels, layout.level_joiners, strict=True),
+                  (layout.filename, layout.filename_joiner)]  # fmt: skip
+        self._plan = [(joiner, [key_pos[k] for k in keys]) for keys, joiner in groups]
+        self._ext = f".{spec.file_format}"
+
+    def render(self, codes: list[int]) -> str:
+        parts = [j.join(self._tokens[p][codes[p]] for p in pos) for j, pos in self._plan]
+        return "/".join(parts) + self._ext
+
+
 @dataclass(frozen=True)
 class FileIndex:
     """Files sorted by path; ``codes[i, j]`` is file i's value index of ``variables[j]``."""
@@ -68,18 +86,8 @@ class FileIndex:
         strides = np.cumprod([1, *sizes[:0:-1]])[::-1]
         codes = (flat[:, None] // strides[None, :]) % np.array(sizes)[None, :]
 
-        key_pos = {v.key: j for j, v in enumerate(variables)}
-        tokens = [[render_token(spec, v, x) for x in v.values] for v in variables]
-        layout = spec.layout
-        groups = [*zip(layout.levels, layout.level_joiners, strict=True),
-                  (layout.filename, layout.filename_joiner)]  # fmt: skip
-        plan = [(joiner, [key_pos[k] for k in keys]) for keys, joiner in groups]
-        ext = spec.file_format
-        rendered = []
-        for row in codes.tolist():
-            parts = [j.join(tokens[p][row[p]] for p in pos) for j, pos in plan]
-            parts[-1] += f".{ext}"
-            rendered.append("/".join(parts))
+        renderer = PathRenderer(spec)
+        rendered = [renderer.render(row) for row in codes.tolist()]
         order = sorted(range(len(rendered)), key=rendered.__getitem__)
         paths = tuple(rendered[i] for i in order)
         rows = {p: i for i, p in enumerate(paths)}

@@ -1,0 +1,122 @@
+"""Sampling questions for a repository with a controlled share of unanswerable ones.
+
+Question slot ``i`` of repository ``s`` draws its answerability from
+``derive(s, "answerability", i)`` (unanswerable with probability ``unanswerable_ratio``), then
+tries the requested types in an order drawn from ``derive(s, "type-order", i)``; the first type
+that can build a question of that answerability wins, seeded by ``derive(s, type, i)``. The id
+``"{s}.{type}.{i}"`` therefore regenerates the same question (:func:`question_from_id`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from isg_gym.qa.base import QUESTION_TYPES, Context, Question
+from isg_gym.repository import Repository
+from isg_gym.seeding import derive
+
+DEFAULT_UNANSWERABLE_RATIO = 0.25
+
+
+def _check_types(types: Iterable[str] | None) -> list[str]:
+    names = sorted(QUESTION_TYPES) if types is None else list(types)
+    unknown = [t for t in names if t not in QUESTION_TYPES]
+    if unknown or not names:
+        raise ValueError(f"unknown question types {unknown}; known: {sorted(QUESTION_TYPES)}")
+    return names
+
+
+def _check_ratio(ratio: float) -> float:
+    if not 0.0 <= ratio <= 1.0:
+        raise ValueError(f"unanswerable_ratio must be within [0, 1], got {ratio!r}")
+    return float(ratio)
+
+
+def slot_answerable(seed: int, index: int, unanswerable_ratio: float) -> bool:
+    return bool(derive(seed, "answerability", index).random() >= unanswerable_ratio)
+
+
+def make_question(
+    repo: Repository, type_name: str, index: int, answerable: bool
+) -> Question | None:
+    """Question ``index`` of type ``type_name`` with the given answerability, or None."""
+    cls = QUESTION_TYPES[_check_types([type_name])[0]]
+    if not answerable and not cls.reasons:
+        return None
+    ctx = Context(repo=repo, rng=derive(repo.seed, type_name, index), type=type_name, index=index)
+    return cls().generate(ctx, answerable)
+
+
+def question_at(
+    repo: Repository,
+    index: int,
+    types: Iterable[str] | None = None,
+    unanswerable_ratio: float = DEFAULT_UNANSWERABLE_RATIO,
+) -> Question | None:
+    """The question in slot ``index`` of ``repo`` (None if no requested type fits the slot)."""
+    names = _check_types(types)
+    answerable = slot_answerable(repo.seed, index, _check_ratio(unanswerable_ratio))
+    order = derive(repo.seed, "type-order", index).permutation(len(names))
+    for i in order:
+        question = make_question(repo, names[i], index, answerable)
+        if question is not None:
+            return question
+    return None
+
+
+def generate_questions(
+    repo: Repository,
+    count: int,
+    types: Iterable[str] | None = None,
+    unanswerable_ratio: float = DEFAULT_UNANSWERABLE_RATIO,
+    max_slots: int | None = None,
+) -> list[Question]:
+    """Up to ``count`` questions from consecutive slots (skipping slots no type fits)."""
+    return list(iter_questions(repo, count, types, unanswerable_ratio, max_slots))
+
+
+def iter_questions(
+    repo: Repository,
+    count: int,
+    types: Iterable[str] | None = None,
+    unanswerable_ratio: float = DEFAULT_UNANSWERABLE_RATIO,
+    max_slots: int | None = None,
+) -> Iterator[Question]:
+    names = _check_types(types)
+    made = 0
+    for index in range(max_slots if max_slots is not None else 4 * count + 8):
+        if made >= count:
+            return
+        question = question_at(repo, index, names, unanswerable_ratio)
+        if question is not None:
+            made += 1
+            yield question
+
+
+def parse_question_id(question_id: str) -> tuple[int, str, int]:
+    """``"118.univariate_statistic.3"`` -> ``(118, "univariate_statistic", 3)``."""
+    parts = question_id.split(".") if isinstance(question_id, str) else []
+    if len(parts) != 3 or not parts[0].isdigit() or not parts[2].isdigit():
+        raise ValueError(
+            f"question id {question_id!r} is not of the form 'REPOSITORY.TYPE.INDEX', "
+            "e.g. '118.univariate_statistic.3'"
+        )
+    _check_types([parts[1]])
+    return int(parts[0]), parts[1], int(parts[2])
+
+
+def question_from_id(
+    question_id: str,
+    repo: Repository | None = None,
+    unanswerable_ratio: float = DEFAULT_UNANSWERABLE_RATIO,
+) -> Question:
+    """Regenerate a question from its id (the ratio must be the one it was sampled with)."""
+    seed, type_name, index = parse_question_id(question_id)
+    repo = repo if repo is not None else Repository.from_seed(seed)
+    if repo.seed != seed:
+        raise ValueError(f"question {question_id!r} belongs to repository {seed}, not {repo.seed}")
+    answerable = slot_answerable(seed, index, _check_ratio(unanswerable_ratio))
+    question = make_question(repo, type_name, index, answerable)
+    if question is None:
+        raise ValueError(f"repository {seed} has no question {question_id!r}")
+    return question
