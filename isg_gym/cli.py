@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import textwrap
 from collections.abc import Sequence
@@ -139,6 +140,29 @@ def cmd_spec(args: argparse.Namespace) -> None:
     print(build_spec(args.seed).to_json())
 
 
+def cmd_questions(args: argparse.Namespace) -> None:
+    from isg_gym.qa import QUESTION_TYPES, format_answer, generate_questions
+
+    types = args.type or None
+    unknown = [t for t in types or [] if t not in QUESTION_TYPES]
+    if unknown:
+        raise CliError(f"unknown question type(s) {unknown}; known: {sorted(QUESTION_TYPES)}")
+    if not 0 <= args.unanswerable <= 1:
+        raise CliError(f"--unanswerable must be within [0, 1], got {args.unanswerable}")
+    repo = Repository.from_seed(args.seed)
+    questions = generate_questions(repo, args.count, types, args.unanswerable)
+    if args.json:
+        for q in questions:
+            print(json.dumps({**q.to_dict(), "gold": format_answer(q)}))
+        return
+    for q in questions:
+        print(f"[{q.id}] ({q.family})")
+        print(textwrap.fill(q.text, 100, initial_indent="  Q: ", subsequent_indent="     "))
+        why = f"   (unanswerable: {q.reason})" if q.reason else ""
+        print(f"  A: {format_answer(q)}{why}")
+        print()
+
+
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="isg", description="InfiniteScienceGym repositories.")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -163,6 +187,15 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("seed", type=_seed, metavar="SEED", help=seed_help)
     s.add_argument("directory", metavar="DIR", help="target directory (created if needed)")
     s.set_defaults(run=cmd_materialize)
+
+    s = sub.add_parser("questions", help="questions with gold answers and reasons")
+    s.add_argument("seed", type=_seed, metavar="SEED", help=seed_help)
+    s.add_argument("--count", type=_positive, default=12, metavar="N", help="how many")
+    s.add_argument("--type", action="append", metavar="TYPE", help="restrict to a type (repeat)")
+    s.add_argument("--unanswerable", type=float, default=0.25, metavar="R",
+                   help="share of unanswerable questions (default 0.25)")  # fmt: skip
+    s.add_argument("--json", action="store_true", help="one JSON object per line")
+    s.set_defaults(run=cmd_questions)
 
     s = sub.add_parser("spec", help="the Spec as JSON")
     s.add_argument("seed", type=_seed, metavar="SEED", help=seed_help)
