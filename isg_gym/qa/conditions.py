@@ -138,6 +138,15 @@ def rendered_values(repo: Repository, var: PathVariable) -> list[str]:
     return [render_value(repo.spec, var, v) for v in var.values]
 
 
+def present_values(repo: Repository, var: PathVariable) -> list[str]:
+    """The rendered values of ``var`` that at least one data file has, in value order."""
+    index = repo.index
+    j = next(i for i, v in enumerate(index.variables) if v.name == var.name)
+    used = np.unique(index.codes[:, j]).tolist()
+    tokens = rendered_values(repo, var)
+    return [tokens[i] for i in used]
+
+
 def matching_files(repo: Repository, conditions: list[PathCondition]) -> list[str]:
     """Data files satisfying every path condition (privileged: uses the structured index)."""
     index = repo.index
@@ -177,8 +186,12 @@ def describe_row_conditions(conditions: list[RowCondition]) -> str:
 def sample_path_condition(
     repo: Repository, var: PathVariable, rng: np.random.Generator
 ) -> PathCondition:
-    """A condition on ``var`` that some files satisfy (values as the paths render them)."""
-    tokens = rendered_values(repo, var)
+    """A condition on ``var`` that some files satisfy (values as the paths render them).
+
+    Only values that some file has are used, so that a value no file has is always a deliberate
+    (unanswerable) construction.
+    """
+    tokens = present_values(repo, var)
     numeric = var.kind in ("numeric", "sequence") and len(tokens) >= 3
     roll = rng.random()
     if numeric and roll < 0.4:
@@ -195,7 +208,7 @@ def sample_path_condition(
 
 def absent_path_token(repo: Repository, var: PathVariable, rng: np.random.Generator) -> str | None:
     """A plausible value of ``var`` that no file has, rendered as paths would, or None."""
-    present = set(rendered_values(repo, var))
+    present = set(present_values(repo, var))
     candidates: list[str] = []
     if var.kind == "numeric":
         values = [float(v) for v in var.values]
@@ -223,6 +236,7 @@ def absent_path_token(repo: Repository, var: PathVariable, rng: np.random.Genera
         else:
             pool = [name.lower() for name in load_common()["last_names"]]
         candidates = [v for v in pool if v not in present]
+    candidates += [t for t in rendered_values(repo, var) if t not in candidates]  # unsampled
     candidates = [c for c in candidates if c not in present]
     if not candidates:
         return None

@@ -18,6 +18,7 @@ from isg_gym.qa.conditions import (
     absent_path_token,
     describe_path_conditions,
     matching_files,
+    rendered_values,
     sample_path_condition,
 )
 from isg_gym.repository import Repository
@@ -105,21 +106,26 @@ class ScopeSampler:
         return None
 
     def empty_combination(self) -> Scope | None:
-        """Two 'is' conditions on existing values that no file satisfies together."""
-        variables = list(self.repo.spec.path_variables)
-        if len(variables) < 2:
-            return None
-        for _ in range(self._tries):
-            a, b = self.rng.choice(len(variables), 2, replace=False).tolist()
-            ca, cb = (sample_path_condition(self.repo, variables[j], self.rng) for j in (a, b))
-            if ca.op != "is" or cb.op != "is":
-                continue
-            if (
-                not matching_files(self.repo, [ca, cb])
-                and matching_files(self.repo, [ca])
-                and matching_files(self.repo, [cb])
-            ):
-                return Scope(files=(), path_conditions=(ca, cb), reason=Reason.NO_MATCHING_FILES)
+        """Two 'is' conditions on values that files have, but no file has together."""
+        index = self.repo.index
+        variables = index.variables
+        pairs = [(a, b) for a in range(len(variables)) for b in range(a + 1, len(variables))]
+        for k in self.rng.permutation(len(pairs)):
+            a, b = pairs[k]
+            seen = np.zeros((len(variables[a].values), len(variables[b].values)), dtype=bool)
+            seen[index.codes[:, a], index.codes[:, b]] = True
+            empty = np.argwhere(~seen & seen.any(axis=1)[:, None] & seen.any(axis=0)[None, :])
+            if len(empty):
+                i, j = empty[int(self.rng.integers(len(empty)))].tolist()
+                conds = (
+                    PathCondition(
+                        variables[a].name, "is", rendered_values(self.repo, variables[a])[i]
+                    ),
+                    PathCondition(
+                        variables[b].name, "is", rendered_values(self.repo, variables[b])[j]
+                    ),
+                )
+                return Scope(files=(), path_conditions=conds, reason=Reason.NO_MATCHING_FILES)
         return None
 
 

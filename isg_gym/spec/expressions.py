@@ -26,6 +26,7 @@ import itertools
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 import numpy as np
@@ -295,6 +296,7 @@ def _describe(node: ast.AST) -> str:
         return word
 
 
+@lru_cache(maxsize=65536)
 def expression_kind(source: str) -> Kind:
     """``categorical`` when the outermost call is ``cut``, else ``numeric`` (no validation)."""
     try:
