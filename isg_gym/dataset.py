@@ -5,8 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from isg_gym.qa import ABSTAIN, Question, format_answer, question_at
-from isg_gym.qa.sampling import DEFAULT_UNANSWERABLE_RATIO, _check_ratio, _check_types
+from isg_gym.qa import ABSTAIN, Question, format_answer
+from isg_gym.qa.sampling import (
+    DEFAULT_UNANSWERABLE_RATIO,
+    _check_ratio,
+    _check_types,
+    iter_questions,
+)
 from isg_gym.repository import Repository
 
 ANSWER_INSTRUCTIONS = (
@@ -32,15 +37,8 @@ def make_dataset(
     if per_repository < 1:
         raise ValueError(f"per_repository must be a positive integer, got {per_repository!r}")
     for seed in repositories:
-        repo = Repository.from_seed(seed)
-        made = 0
-        for index in range(4 * per_repository + 8):
-            if made == per_repository:
-                break
-            question = question_at(repo, index, names, ratio)
-            if question is not None:
-                made += 1
-                yield to_row(question)
+        for question in iter_questions(Repository.from_seed(seed), per_repository, names, ratio):
+            yield to_row(question)
 
 
 def to_row(question: Question) -> dict[str, Any]:

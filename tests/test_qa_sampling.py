@@ -52,7 +52,7 @@ def test_ids_regenerate_the_same_question(sample):
 
 def test_bad_ids_and_types_are_clear_errors():
     for bad in ("118", "x.mean.3", "118.no_such_type.3", "118.title.x", 5):
-        with pytest.raises(ValueError, match="question id|unknown question types"):
+        with pytest.raises(ValueError, match=r"question id|unknown question types"):
             parse_question_id(bad)
     with pytest.raises(ValueError, match="unknown question types"):
         generate_questions(Repository.from_seed(1), 3, types=["bogus"])

@@ -9,6 +9,7 @@ that can build a question of that answerability wins, seeded by ``derive(s, type
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator
 
 from isg_gym.qa.base import QUESTION_TYPES, Context, Question
@@ -82,14 +83,19 @@ def iter_questions(
     unanswerable_ratio: float = DEFAULT_UNANSWERABLE_RATIO,
     max_slots: int | None = None,
 ) -> Iterator[Question]:
+    """Questions of consecutive slots, skipping empty slots and repeats of an earlier question
+    (same type and params, e.g. a second "which extension" question)."""
     names = _check_types(types)
-    made = 0
+    seen: set[tuple[str, str]] = set()
     for index in range(max_slots if max_slots is not None else 4 * count + 8):
-        if made >= count:
+        if len(seen) >= count:
             return
         question = question_at(repo, index, names, unanswerable_ratio)
-        if question is not None:
-            made += 1
+        if question is None:
+            continue
+        key = (question.type, json.dumps(question.params, sort_keys=True))
+        if key not in seen:
+            seen.add(key)
             yield question
 
 
