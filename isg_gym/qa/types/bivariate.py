@@ -322,16 +322,24 @@ class PairEngine:
             if cand is not None:
                 yield cand
 
+    def filtered(
+        self, scope: Scope, pair: Pair
+    ) -> tuple[Pair, pd.DataFrame, list[RowCondition], np.ndarray] | None:
+        """The scope's data, 0-k sampled row conditions, their mask, and Welch groups."""
+        data = self.gather(scope, pair)
+        conds = self.sample_conditions(data, self.others(pair), self._num_conditions())
+        keep = combined_mask(data, conds)
+        grouped = self._with_groups(pair, data, keep)
+        return None if grouped is None else (grouped, data, conds, keep)
+
     def answerable(self, stat: str, scope: Scope | None = None) -> Candidate | None:
         """An answerable candidate with a finite statistic and p-value, or None."""
         pair = self.draw_pair(stat)
         scope = scope or self.sampler.answerable()
-        data = self.gather(scope, pair)
-        conds = self.sample_conditions(data, self.others(pair), self._num_conditions())
-        keep = combined_mask(data, conds)
-        pair = self._with_groups(pair, data, keep)
-        if pair is None:
+        filtered = self.filtered(scope, pair)
+        if filtered is None:
             return None
+        pair, data, conds, keep = filtered
         rows = used_rows(data, pair, keep)
         if diagnose(self.roles, pair, rows) is not None:
             return None
@@ -501,12 +509,10 @@ class PairEngine:
             cat, other = self.ctx.choice(r.categorical), self.ctx.choice(r.numeric)
             pair = Pair(stat, *((cat, other) if self.rng.random() < 0.5 else (other, cat)))
         scope = self.sampler.answerable()
-        data = self.gather(scope, pair)
-        conds = self.sample_conditions(data, self.others(pair), self._num_conditions())
-        keep = combined_mask(data, conds)
-        pair = self._with_groups(pair, data, keep)
-        if pair is None:
+        filtered = self.filtered(scope, pair)
+        if filtered is None:
             return None
+        pair, data, conds, keep = filtered
         if diagnose(r, pair, used_rows(data, pair, keep)) != Reason.CATEGORICAL_COLUMN:
             return None
         return Candidate(scope, pair, tuple(conds), Reason.CATEGORICAL_COLUMN)
@@ -517,12 +523,10 @@ class PairEngine:
             return None
         pair = self.draw_pair(self._stat())
         scope = self.sampler.answerable()
-        data = self.gather(scope, pair)
-        conds = self.sample_conditions(data, self.others(pair), self._num_conditions())
-        keep = combined_mask(data, conds)
-        pair = self._with_groups(pair, data, keep)
-        if pair is None:
+        filtered = self.filtered(scope, pair)
+        if filtered is None:
             return None
+        pair, data, conds, keep = filtered
         name = self.ctx.choice(unrecorded)
         which = 0 if pair.stat == "welch_t" else int(self.rng.integers(2))
         real = pair.columns[1 - which]

@@ -40,10 +40,6 @@ class CountRows(QuestionType):
     family = "file_metadata"
     reasons = (Reason.NO_SUCH_FILE,)
 
-    @dataclass(frozen=True)
-    class Config:
-        pass
-
     def generate(self, ctx: Context, answerable: bool) -> Question | None:
         path = _random_file(ctx) if answerable else _missing_file(ctx)
         if path is None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from isg_gym.qa.base import Context, Question, QuestionType, Reason, register
 
 _HAS_README = (
@@ -33,10 +31,6 @@ class HasReadme(QuestionType):
     family = "repository_metadata"
     reasons = ()
 
-    @dataclass(frozen=True)
-    class Config:
-        pass
-
     def generate(self, ctx: Context, answerable: bool) -> Question | None:
         if not answerable:
             return None
@@ -59,10 +53,6 @@ class Title(QuestionType):
     family = "repository_metadata"
     reasons = (Reason.README_MISSING, Reason.README_MISSING_TITLE)
 
-    @dataclass(frozen=True)
-    class Config:
-        pass
-
     def generate(self, ctx: Context, answerable: bool) -> Question | None:
         reason = _readme_reason(ctx, ctx.spec.readme.title, Reason.README_MISSING_TITLE)
         if answerable != (reason is None):
@@ -80,10 +70,6 @@ class Abstract(QuestionType):
     name = "abstract"
     family = "repository_metadata"
     reasons = (Reason.README_MISSING, Reason.README_MISSING_ABSTRACT)
-
-    @dataclass(frozen=True)
-    class Config:
-        pass
 
     def generate(self, ctx: Context, answerable: bool) -> Question | None:
         reason = _readme_reason(ctx, ctx.spec.readme.abstract, Reason.README_MISSING_ABSTRACT)

@@ -125,10 +125,6 @@ class FileExtension(QuestionType):
     family = "directory_traversal"
     reasons = ()
 
-    @dataclass(frozen=True)
-    class Config:
-        pass
-
     def generate(self, ctx: Context, answerable: bool) -> Question | None:
         if not answerable:
             return None
