@@ -130,6 +130,9 @@ class QuestionType:
     name: ClassVar[str]
     family: ClassVar[Family]
     reasons: ClassVar[tuple[Reason, ...]] = ()  # reasons it can construct; () = always answerable
+    # Shares of repositories offering an answerable / an unanswerable question of this type.
+    answerable_share: ClassVar[float] = 1.0
+    unanswerable_share: ClassVar[float] = 1.0
 
     @dataclass(frozen=True)
     class Config:

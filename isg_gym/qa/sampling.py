@@ -37,12 +37,21 @@ def slot_answerable(seed: int, index: int, unanswerable_ratio: float) -> bool:
     return bool(derive(seed, "answerability", index).random() >= unanswerable_ratio)
 
 
+def _accepts_unanswerable(seed: int, index: int, cls: type) -> bool:
+    """Thin out unanswerable questions of types that are rarely answerable, so that every type's
+    own unanswerable share matches the slot ratio (else "not possible" would be a shortcut for,
+    e.g., abstract questions). A type answerable in a share ``a`` of repositories and
+    unanswerable in ``u`` keeps an unanswerable slot with probability ``a / u``."""
+    keep = min(1.0, cls.answerable_share / cls.unanswerable_share)
+    return keep >= 1.0 or bool(derive(seed, "keep-unanswerable", cls.name, index).random() < keep)
+
+
 def make_question(
     repo: Repository, type_name: str, index: int, answerable: bool
 ) -> Question | None:
     """Question ``index`` of type ``type_name`` with the given answerability, or None."""
     cls = QUESTION_TYPES[_check_types([type_name])[0]]
-    if not answerable and not cls.reasons:
+    if not answerable and not (cls.reasons and _accepts_unanswerable(repo.seed, index, cls)):
         return None
     ctx = Context(repo=repo, rng=derive(repo.seed, type_name, index), type=type_name, index=index)
     return cls().generate(ctx, answerable)
@@ -53,16 +62,26 @@ def question_at(
     index: int,
     types: Iterable[str] | None = None,
     unanswerable_ratio: float = DEFAULT_UNANSWERABLE_RATIO,
+    exclude: set[tuple[str, str]] | None = None,
 ) -> Question | None:
-    """The question in slot ``index`` of ``repo`` (None if no requested type fits the slot)."""
+    """The question in slot ``index`` of ``repo`` (None if no requested type fits the slot).
+
+    Types whose question would repeat one in ``exclude`` (see :func:`question_key`) are passed
+    over, so skipping repeats does not change the slot's answerability.
+    """
     names = _check_types(types)
     answerable = slot_answerable(repo.seed, index, _check_ratio(unanswerable_ratio))
     order = derive(repo.seed, "type-order", index).permutation(len(names))
     for i in order:
         question = make_question(repo, names[i], index, answerable)
-        if question is not None:
+        if question is not None and (not exclude or question_key(question) not in exclude):
             return question
     return None
+
+
+def question_key(question: Question) -> tuple[str, str]:
+    """Two questions with the same key ask the same thing (templates aside)."""
+    return question.type, json.dumps(question.params, sort_keys=True)
 
 
 def generate_questions(
@@ -90,12 +109,9 @@ def iter_questions(
     for index in range(max_slots if max_slots is not None else 4 * count + 8):
         if len(seen) >= count:
             return
-        question = question_at(repo, index, names, unanswerable_ratio)
-        if question is None:
-            continue
-        key = (question.type, json.dumps(question.params, sort_keys=True))
-        if key not in seen:
-            seen.add(key)
+        question = question_at(repo, index, names, unanswerable_ratio, exclude=seen)
+        if question is not None:
+            seen.add(question_key(question))
             yield question
 
 

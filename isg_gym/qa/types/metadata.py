@@ -52,6 +52,8 @@ class Title(QuestionType):
     name = "title"
     family = "repository_metadata"
     reasons = (Reason.README_MISSING, Reason.README_MISSING_TITLE)
+    answerable_share = 0.25  # README present (1/2) and showing the title (1/2)
+    unanswerable_share = 0.75
 
     def generate(self, ctx: Context, answerable: bool) -> Question | None:
         reason = _readme_reason(ctx, ctx.spec.readme.title, Reason.README_MISSING_TITLE)
@@ -70,6 +72,8 @@ class Abstract(QuestionType):
     name = "abstract"
     family = "repository_metadata"
     reasons = (Reason.README_MISSING, Reason.README_MISSING_ABSTRACT)
+    answerable_share = 0.125  # README (1/2), title (1/2), abstract (1/2)
+    unanswerable_share = 0.875
 
     def generate(self, ctx: Context, answerable: bool) -> Question | None:
         reason = _readme_reason(ctx, ctx.spec.readme.abstract, Reason.README_MISSING_ABSTRACT)
