@@ -75,3 +75,33 @@ def test_errors_are_one_line_without_traceback(args, message):
     assert message in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert "Traceback" not in result.stderr
+
+
+def test_questions_text_and_json(capsys):
+    from isg_gym.qa import format_answer, generate_questions
+
+    questions = generate_questions(Repository.from_seed(5), 6)
+    assert main(["questions", "5", "--count", "6"]) == 0
+    out = capsys.readouterr().out
+    for q in questions:
+        assert f"[{q.id}]" in out and f"A: {format_answer(q)}" in out
+        if q.reason:
+            assert q.reason in out
+    assert main(["questions", "5", "--count", "6", "--json"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [x["id"] for x in lines] == [q.id for q in questions]
+    assert all(x["gold"] == format_answer(q) for x, q in zip(lines, questions, strict=True))
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["questions", "1", "--type", "bogus"], "unknown question type"),
+        (["questions", "1", "--unanswerable", "2"], "within [0, 1]"),
+        (["questions", "1", "--count", "0"], "positive integer"),
+    ],
+)
+def test_questions_errors_are_one_line(args, message):
+    result = run(*args)
+    assert result.returncode == 2 and message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
