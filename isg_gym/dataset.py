@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from isg_gym.qa import ABSTAIN, Question, format_answer
@@ -25,19 +25,22 @@ def make_dataset(
     per_repository: int = 5,
     types: Iterable[str] | None = None,
     unanswerable_ratio: float = DEFAULT_UNANSWERABLE_RATIO,
+    configs: Mapping[str, Any] | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Yield ``{id, question, answer, metadata}`` rows, reproducibly.
 
     ``question`` is the question text followed by :data:`ANSWER_INSTRUCTIONS`; ``answer`` is the
     gold answer as text (``"not possible"`` for unanswerable questions); ``metadata`` holds the
     full :class:`~isg_gym.qa.Question` record (type, family, reason, sig figs, params, evidence).
+    ``configs`` maps question-type names to instances of their ``Config`` dataclass.
     """
     names = _check_types(types)
     ratio = _check_ratio(unanswerable_ratio)
     if per_repository < 1:
         raise ValueError(f"per_repository must be a positive integer, got {per_repository!r}")
     for seed in repositories:
-        for question in iter_questions(Repository.from_seed(seed), per_repository, names, ratio):
+        repo = Repository.from_seed(seed)
+        for question in iter_questions(repo, per_repository, names, ratio, configs=configs):
             yield to_row(question)
 
 

@@ -82,3 +82,22 @@ def test_dataset_type_filter_and_validation():
 def test_gold_text_of_unanswerable_is_not_possible(sample):
     for q in sample:
         assert (format_answer(q) == "not possible") == (not q.answerable)
+
+
+def test_type_configs_are_pluggable():
+    from isg_gym.qa.types.univariate import UnivariateStatistic
+
+    config = UnivariateStatistic.Config(sig_figs=(5, 5), max_row_conditions=0)
+    configs = {"univariate_statistic": config}
+    questions = []
+    for seed in range(30):
+        questions += generate_questions(
+            Repository.from_seed(seed), 3, types=["univariate_statistic"], configs=configs
+        )
+    floats = [q for q in questions if q.answerable and q.answer_kind == "float"]
+    assert floats and all(q.sig_figs == 5 for q in floats)
+    assert all(not q.params.get("row_conditions") for q in questions if q.answerable)
+    rows = list(make_dataset(range(3), 2, types=["univariate_statistic"], configs=configs))
+    assert rows
+    with pytest.raises(ValueError, match="config for 'univariate_statistic'"):
+        generate_questions(Repository.from_seed(1), 2, configs={"univariate_statistic": 3})

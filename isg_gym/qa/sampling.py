@@ -10,7 +10,8 @@ that can build a question of that answerability wins, seeded by ``derive(s, type
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
 from isg_gym.qa.base import QUESTION_TYPES, Context, Question
 from isg_gym.repository import Repository
@@ -46,15 +47,35 @@ def _accepts_unanswerable(seed: int, index: int, cls: type) -> bool:
     return keep >= 1.0 or bool(derive(seed, "keep-unanswerable", cls.name, index).random() < keep)
 
 
+Configs = Mapping[str, Any]
+
+
+def _config(cls: type, configs: Configs | None) -> Any:
+    config = (configs or {}).get(cls.name)
+    if config is not None and not isinstance(config, cls.Config):
+        raise ValueError(
+            f"config for {cls.name!r} must be a {cls.__module__}.{cls.__qualname__}.Config, "
+            f"got {type(config).__name__}"
+        )
+    return config
+
+
 def make_question(
-    repo: Repository, type_name: str, index: int, answerable: bool
+    repo: Repository,
+    type_name: str,
+    index: int,
+    answerable: bool,
+    configs: Configs | None = None,
 ) -> Question | None:
-    """Question ``index`` of type ``type_name`` with the given answerability, or None."""
+    """Question ``index`` of type ``type_name`` with the given answerability, or None.
+
+    ``configs`` maps type names to instances of that type's ``Config`` (defaults otherwise).
+    """
     cls = QUESTION_TYPES[_check_types([type_name])[0]]
     if not answerable and not (cls.reasons and _accepts_unanswerable(repo.seed, index, cls)):
         return None
     ctx = Context(repo=repo, rng=derive(repo.seed, type_name, index), type=type_name, index=index)
-    return cls().generate(ctx, answerable)
+    return cls(_config(cls, configs)).generate(ctx, answerable)
 
 
 def question_at(
@@ -63,6 +84,7 @@ def question_at(
     types: Iterable[str] | None = None,
     unanswerable_ratio: float = DEFAULT_UNANSWERABLE_RATIO,
     exclude: set[tuple[str, str]] | None = None,
+    configs: Configs | None = None,
 ) -> Question | None:
     """The question in slot ``index`` of ``repo`` (None if no requested type fits the slot).
 
@@ -73,7 +95,7 @@ def question_at(
     answerable = slot_answerable(repo.seed, index, _check_ratio(unanswerable_ratio))
     order = derive(repo.seed, "type-order", index).permutation(len(names))
     for i in order:
-        question = make_question(repo, names[i], index, answerable)
+        question = make_question(repo, names[i], index, answerable, configs)
         if question is not None and (not exclude or question_key(question) not in exclude):
             return question
     return None
@@ -90,9 +112,10 @@ def generate_questions(
     types: Iterable[str] | None = None,
     unanswerable_ratio: float = DEFAULT_UNANSWERABLE_RATIO,
     max_slots: int | None = None,
+    configs: Configs | None = None,
 ) -> list[Question]:
     """Up to ``count`` questions from consecutive slots (skipping slots no type fits)."""
-    return list(iter_questions(repo, count, types, unanswerable_ratio, max_slots))
+    return list(iter_questions(repo, count, types, unanswerable_ratio, max_slots, configs))
 
 
 def iter_questions(
@@ -101,6 +124,7 @@ def iter_questions(
     types: Iterable[str] | None = None,
     unanswerable_ratio: float = DEFAULT_UNANSWERABLE_RATIO,
     max_slots: int | None = None,
+    configs: Configs | None = None,
 ) -> Iterator[Question]:
     """Questions of consecutive slots, skipping empty slots and repeats of an earlier question
     (same type and params, e.g. a second "which extension" question)."""
@@ -109,7 +133,7 @@ def iter_questions(
     for index in range(max_slots if max_slots is not None else 4 * count + 8):
         if len(seen) >= count:
             return
-        question = question_at(repo, index, names, unanswerable_ratio, exclude=seen)
+        question = question_at(repo, index, names, unanswerable_ratio, seen, configs)
         if question is not None:
             seen.add(question_key(question))
             yield question
@@ -131,6 +155,7 @@ def question_from_id(
     question_id: str,
     repo: Repository | None = None,
     unanswerable_ratio: float = DEFAULT_UNANSWERABLE_RATIO,
+    configs: Configs | None = None,
 ) -> Question:
     """Regenerate a question from its id (the ratio must be the one it was sampled with)."""
     seed, type_name, index = parse_question_id(question_id)
@@ -138,7 +163,7 @@ def question_from_id(
     if repo.seed != seed:
         raise ValueError(f"question {question_id!r} belongs to repository {seed}, not {repo.seed}")
     answerable = slot_answerable(seed, index, _check_ratio(unanswerable_ratio))
-    question = make_question(repo, type_name, index, answerable)
+    question = make_question(repo, type_name, index, answerable, configs)
     if question is None:
         raise ValueError(f"repository {seed} has no question {question_id!r}")
     return question
