@@ -1,0 +1,610 @@
+"""``ISG-v0``: a multi-turn tool-use environment over InfiniteScienceGym repositories."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import stat
+import tempfile
+import weakref
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+import gymnasium as gym
+
+from isg_gym.dataset import ANSWER_INSTRUCTIONS
+from isg_gym.envs.actions import FORMAT_HELP, ParsedCall, parse_action
+from isg_gym.envs.spaces import ToolCallText, UnicodeText
+from isg_gym.qa import QUESTION_TYPES, Question, format_answer, question_at, question_from_id
+from isg_gym.qa.sampling import DEFAULT_UNANSWERABLE_RATIO, parse_question_id
+from isg_gym.repository import Repository
+from isg_gym.rewards import RewardConfig, extract, grade, reward
+from isg_gym.tools.filesystem import ToolError, list_directory, read_text_file
+from isg_gym.tools.schemas import (
+    FINAL_ANSWER,
+    LIST_DIRECTORY,
+    READ_TEXT_FILE,
+    RUN_PYTHON_CODE,
+    describe_tools,
+    tool_schemas,
+)
+
+SEED_LIMIT = 2**31 - 1
+MAX_CODE_CHARS = 100_000
+MAX_ARG_CHARS = 10_000
+OBSERVATION_LIMIT = 1 << 20
+_SLOT_TRIES = 64
+_REPO_TRIES = 50
+
+SYSTEM_PROMPT = """\
+You are a data analyst. A scientific data repository is mounted read-only at /data. Answer the \
+question below by exploring the repository with the tools, then submit the answer with \
+final_answer.
+
+Tools:
+{tools}
+
+To call a tool, write one or more blocks like
+<tool_call>{{"name": "list_directory", "arguments": {{"path": "/", "depth": 2}}}}</tool_call>
+Tool results come back in the next message. You have at most {max_steps} messages."""
+
+
+def _as_int(value: Any, name: str, *, optional: bool = True) -> int | None:
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        raise ToolError(f"`{name}` must be an integer, got {type(value).__name__}")
+    return value
+
+
+def _as_str(value: Any, name: str, limit: int = MAX_ARG_CHARS) -> str:
+    if not isinstance(value, str):
+        raise ToolError(f"`{name}` must be a string, got {type(value).__name__}")
+    if len(value) > limit:
+        raise ToolError(f"`{name}` is too long ({len(value)} characters; at most {limit})")
+    return value
+
+
+def _check_args(arguments: dict[str, Any], allowed: tuple[str, ...], required: tuple[str, ...]):
+    unknown = sorted(set(arguments) - set(allowed))
+    if unknown:
+        raise ToolError(f"unknown arguments {unknown}; allowed: {list(allowed)}")
+    missing = [name for name in required if name not in arguments]
+    if missing:
+        raise ToolError(f"missing required arguments {missing}")
+
+
+def _cap(text: str, limit: int, what: str = "output") -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n[{what} truncated: {len(text) - limit} more characters not shown]"
+
+
+def _remove_tree(path: str) -> None:
+    """Remove a (read-only) materialised repository."""
+    if not os.path.isdir(path):
+        return
+    for root, dirs, _ in os.walk(path):
+        for name in dirs:
+            with contextlib.suppress(OSError):
+                os.chmod(os.path.join(root, name), stat.S_IRWXU)
+    with contextlib.suppress(OSError):
+        os.chmod(path, stat.S_IRWXU)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _remove_trees(paths: list[str]) -> None:
+    for path in paths:
+        _remove_tree(path)
+
+
+class ISGEnv(gym.Env[str, Any]):
+    """Answer a question about a procedurally generated scientific data repository.
+
+    ## Description
+
+    Each episode draws a repository seed and one question about it (:mod:`isg_gym.qa`). The
+    agent explores the repository with tools (list directories, read files, run Python in a
+    sandbox over the files) and submits an answer, graded by :func:`isg_gym.rewards.grade`.
+    About ``unanswerable_ratio`` of the questions cannot be answered; the right answer to them
+    is "not possible".
+
+    ## Observation
+
+    A string (:class:`~isg_gym.envs.spaces.UnicodeText`). After ``reset``: the system prompt
+    with the tool descriptions, then the question and the answer instructions. After ``step``:
+    the tool results (each headed ``[tool_name]``), or an error message explaining what was
+    wrong with the action.
+
+    ## Action
+
+    A string (:class:`~isg_gym.envs.spaces.ToolCallText`): the raw assistant message, with
+    Hermes ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` blocks (several allowed)
+    or one bare JSON tool call; ``<think>...</think>`` text is ignored. A message without tool
+    calls that contains ``{"answer": ...}`` or ``\\boxed{...}`` is the final answer. ``step``
+    also takes structured calls: a dict ``{"name", "arguments"}`` (or the OpenAI
+    ``{"type": "function", "function": {...}}`` shape, arguments as a JSON string) or a list
+    of them. Tools: ``list_directory(path="/", depth=1, pattern=None)``,
+    ``read_text_file(path, head=None, tail=None)``, ``run_python_code(code)``,
+    ``final_answer(answer)``; their OpenAI schemas are in ``info["tools"]``.
+
+    ## Rewards
+
+    0 on every step but the last. On a final answer: :func:`isg_gym.rewards.reward` with
+    ``reward_config`` (by default 1 when correct, else 0). Truncation gives 0.
+
+    ## Episode End
+
+    Terminated on a final answer (``final_answer`` tool or an answer-only message).
+    Truncated after ``max_steps`` steps without one. The last step's ``info`` has
+    ``outcome``: ``correct``, ``wrong``, ``abstained`` (answered "not possible" to an
+    answerable question), ``format_error`` (no answer could be extracted) or ``truncated``;
+    and ``score``: value, parsed answer, correct, abstained, explanation, components.
+
+    ## Arguments
+
+    - ``start_repository``, ``num_repositories``: seeds are drawn from
+      ``[start, start + num)`` (``num=0``: every seed from ``start`` up to 2**31 - 1), like
+      procgen's ``start_level`` / ``num_levels``; use disjoint ranges for train and test.
+    - ``question_types``: names from :data:`isg_gym.qa.QUESTION_TYPES` (default all).
+    - ``unanswerable_ratio``: share of unanswerable question slots (default 0.25).
+    - ``questions_per_repository``: question slots drawn per repository (default 8).
+    - ``max_steps``: step budget (default 30).
+    - ``max_output_chars``: cap on each tool's output; ``max_list_entries``: cap on listings.
+    - ``sandbox``: backend name for :func:`isg_gym.tools.sandbox.get_sandbox` (``"bwrap"``,
+      ``"none"``) or an object with ``run(code, files_dir)`` and ``close()``;
+      ``sandbox_limits``: a ``SandboxLimits`` or a dict of its fields.
+    - ``reward_config``: :class:`~isg_gym.rewards.RewardConfig`.
+    - ``answer_instructions``: text after the question (default
+      :data:`isg_gym.dataset.ANSWER_INSTRUCTIONS`).
+    - ``question_configs``: per-type ``Config`` instances.
+    - ``privileged_info``: put the gold answer, answerability and reason in ``info``.
+    - ``render_mode``: ``"ansi"`` for a text transcript.
+
+    ``reset(options=...)`` pins an episode: ``{"repository": 118}``, ``{"question":
+    "118.univariate_statistic.3"}``, or ``{"repository": 118, "type": "count_rows"}``.
+
+    ## Version History
+
+    - v0: initial version.
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+
+    def __init__(
+        self,
+        start_repository: int = 0,
+        num_repositories: int = 0,
+        question_types: Sequence[str] | None = None,
+        unanswerable_ratio: float = DEFAULT_UNANSWERABLE_RATIO,
+        questions_per_repository: int = 8,
+        max_steps: int = 30,
+        max_output_chars: int = 8000,
+        max_list_entries: int = 200,
+        sandbox: Any = "bwrap",
+        sandbox_limits: Any = None,
+        reward_config: RewardConfig | None = None,
+        answer_instructions: str = ANSWER_INSTRUCTIONS,
+        question_configs: Mapping[str, Any] | None = None,
+        privileged_info: bool = False,
+        render_mode: str | None = None,
+    ) -> None:
+        if not 0 <= start_repository <= SEED_LIMIT:
+            raise ValueError(f"start_repository must be in [0, {SEED_LIMIT}]")
+        if num_repositories < 0:
+            raise ValueError("num_repositories must be >= 0 (0 = unlimited)")
+        types = sorted(QUESTION_TYPES) if question_types is None else list(question_types)
+        unknown = [t for t in types if t not in QUESTION_TYPES]
+        if unknown or not types:
+            raise ValueError(f"unknown question types {unknown}; known {sorted(QUESTION_TYPES)}")
+        if not 0.0 <= unanswerable_ratio <= 1.0:
+            raise ValueError("unanswerable_ratio must be within [0, 1]")
+        if max_steps < 1 or questions_per_repository < 1:
+            raise ValueError("max_steps and questions_per_repository must be >= 1")
+        if max_output_chars < 100 or max_list_entries < 1:
+            raise ValueError("max_output_chars must be >= 100 and max_list_entries >= 1")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        self.start_repository = int(start_repository)
+        self.num_repositories = int(num_repositories)
+        self.question_types = types
+        self.unanswerable_ratio = float(unanswerable_ratio)
+        self.questions_per_repository = int(questions_per_repository)
+        self.max_steps = int(max_steps)
+        self.max_output_chars = int(max_output_chars)
+        self.max_list_entries = int(max_list_entries)
+        self.sandbox_spec = sandbox
+        self.sandbox_limits = sandbox_limits
+        self.reward_config = reward_config or RewardConfig()
+        self.answer_instructions = answer_instructions
+        self.question_configs = dict(question_configs) if question_configs else None
+        self.privileged_info = bool(privileged_info)
+        self.render_mode = render_mode
+
+        self.observation_space = UnicodeText(OBSERVATION_LIMIT)
+        self.action_space = ToolCallText(OBSERVATION_LIMIT)
+        self._init_runtime()
+
+    # --- state -----------------------------------------------------------------------------
+
+    def _init_runtime(self) -> None:
+        self._sandbox: Any = None
+        self._repos: OrderedDict[int, Repository] = OrderedDict()
+        self._dirs: OrderedDict[int, str] = OrderedDict()
+        self._dir_list: list[str] = []  # shared with the finaliser
+        self._finalizer = weakref.finalize(self, _remove_trees, self._dir_list)
+        self._repo: Repository | None = None
+        self._question: Question | None = None
+        self._steps = 0
+        self._done = False
+        self._transcript: list[tuple[str, str]] = []
+        self._closed = False
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle the configuration, the random state and the episode, not the runtime."""
+        state = {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
+        state["_np_random"] = self._np_random
+        state["_np_random_seed"] = getattr(self, "_np_random_seed", None)
+        state["_episode"] = (
+            None if self._question is None else self._question.id,
+            self._steps,
+            self._done,
+            list(self._transcript),
+        )
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        episode = state.pop("_episode")
+        self.__dict__.update(state)
+        self._init_runtime()
+        question_id, self._steps, self._done, self._transcript = episode
+        if question_id is not None:
+            seed = parse_question_id(question_id)[0]
+            self._repo = self._repository(seed)
+            self._question = question_from_id(
+                question_id, self._repo, self.unanswerable_ratio, self.question_configs
+            )
+
+    def _repository(self, seed: int) -> Repository:
+        repo = self._repos.get(seed)
+        if repo is None:
+            repo = Repository.from_seed(seed)
+            self._repos[seed] = repo
+            while len(self._repos) > 4:
+                self._repos.popitem(last=False)
+        else:
+            self._repos.move_to_end(seed)
+        return repo
+
+    # --- reset -----------------------------------------------------------------------------
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        super().reset(seed=seed)
+        options = dict(options or {})
+        unknown = sorted(set(options) - {"repository", "question", "type"})
+        if unknown:
+            raise ValueError(f"unknown reset options {unknown}; use repository, question, type")
+        self._question = self._pick(options)
+        self._repo = self._repository(self._question.repository)
+        self._steps = 0
+        self._done = False
+        observation = self._first_observation()
+        self._transcript = [("system", observation)]
+        return observation, self._info(first=True)
+
+    def _pick(self, options: dict[str, Any]) -> Question:
+        rng = self.np_random
+        if options.get("question") is not None:
+            qid = options["question"]
+            seed = parse_question_id(qid)[0]
+            if options.get("repository") not in (None, seed):
+                raise ValueError(f"question {qid!r} is not in repository {options['repository']}")
+            return question_from_id(
+                qid, self._repository(seed), self.unanswerable_ratio, self.question_configs
+            )
+        types = self.question_types
+        if options.get("type") is not None:
+            if options["type"] not in QUESTION_TYPES:
+                raise ValueError(f"unknown question type {options['type']!r}")
+            types = [options["type"]]
+        pinned = options.get("repository")
+        if pinned is not None and (isinstance(pinned, bool) or not isinstance(pinned, int)):
+            raise ValueError(f"repository must be an integer seed, got {pinned!r}")
+        for _ in range(1 if pinned is not None else _REPO_TRIES):
+            if pinned is not None:
+                seed = int(pinned)
+            else:
+                span = self.num_repositories or (SEED_LIMIT + 1 - self.start_repository)
+                seed = self.start_repository + int(rng.integers(span))
+            repo = self._repository(seed)
+            first = int(rng.integers(self.questions_per_repository))
+            tries = _SLOT_TRIES if pinned is not None else self.questions_per_repository
+            for offset in range(tries):
+                question = question_at(
+                    repo,
+                    first + offset,
+                    types,
+                    self.unanswerable_ratio,
+                    configs=self.question_configs,
+                )
+                if question is not None:
+                    return question
+        raise ValueError(f"no question of types {types} found (options {options})")
+
+    def _first_observation(self) -> str:
+        assert self._question is not None
+        system = SYSTEM_PROMPT.format(tools=describe_tools(), max_steps=self.max_steps)
+        return f"{system}\n\nQuestion: {self._question.text}\n\n{self.answer_instructions}"
+
+    def _info(self, first: bool = False) -> dict[str, Any]:
+        q = self._question
+        assert q is not None
+        info: dict[str, Any] = {
+            "question_id": q.id,
+            "repository": q.repository,
+            "type": q.type,
+            "family": q.family,
+            "step": self._steps,
+        }
+        if first:
+            info["tools"] = tool_schemas()
+        if self.privileged_info:
+            info["answer"] = format_answer(q)
+            info["answerable"] = q.answerable
+            info["reason"] = q.reason
+        return info
+
+    # --- step ------------------------------------------------------------------------------
+
+    def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        if self._question is None:
+            raise RuntimeError("call reset() before step()")
+        if self._done:
+            text = "[error] the episode is over; call reset()"
+            return text, 0.0, True, False, {**self._info(), "outcome": "episode_over"}
+        self._steps += 1
+        self._transcript.append(("assistant", _describe_action(action)))
+        parsed = parse_action(action)
+        parts: list[str] = []
+        final: tuple[str, bool] | None = None  # (answer text, via an answer-only message)
+        if parsed.error is not None:
+            parts.append(f"[error] {parsed.error}")
+        elif parsed.answer_text is not None:
+            final = (parsed.answer_text, True)
+        else:
+            for call in parsed.calls:
+                if call.error is None and call.name == FINAL_ANSWER:
+                    answer = self._final_answer_text(call)
+                    if isinstance(answer, str):
+                        final = (answer, False)
+                        break
+                    parts.append(answer[0])
+                    continue
+                parts.append(self._run_call(call))
+        info = self._info()
+        info["tool_calls"] = [c.name for c in parsed.calls if c.name]
+        if final is not None:
+            observation, value, score = self._finish(final[0])
+            if parts:
+                observation = "\n\n".join([*parts, observation])
+            info.update(score)
+            self._done = True
+            self._transcript.append(("tool", observation))
+            return self._obs(observation), value, True, False, info
+        observation = "\n\n".join(parts) if parts else "[error] " + FORMAT_HELP
+        truncated = self._steps >= self.max_steps
+        if truncated:
+            observation += f"\n\n[step limit of {self.max_steps} reached; episode truncated]"
+            info["outcome"] = "truncated"
+            self._done = True
+        self._transcript.append(("tool", observation))
+        return self._obs(observation), 0.0, False, truncated, info
+
+    @staticmethod
+    def _obs(text: str) -> str:
+        if len(text) > OBSERVATION_LIMIT:
+            return text[: OBSERVATION_LIMIT - 40] + "\n[observation truncated]"
+        return text
+
+    def _final_answer_text(self, call: ParsedCall) -> str | tuple[str]:
+        """The answer text, or a 1-tuple with an error observation."""
+        try:
+            _check_args(call.arguments, ("answer",), ("answer",))
+        except ToolError as exc:
+            return (f"[{FINAL_ANSWER}] error: {exc}",)
+        value = call.arguments["answer"]
+        if value is None:
+            return ""
+        if isinstance(value, str):
+            return value[:MAX_CODE_CHARS]
+        if isinstance(value, bool | int | float):
+            return json.dumps(value)
+        return (f"[{FINAL_ANSWER}] error: `answer` must be a string, number or boolean",)
+
+    def _finish(self, text: str) -> tuple[str, float, dict[str, Any]]:
+        assert self._question is not None
+        score = grade(self._question, text)
+        total, components = reward(self._question, text, self.reward_config)
+        if score.correct:
+            outcome = "correct"
+        elif score.abstained:
+            outcome = "abstained"
+        elif extract(text).value is None:
+            outcome = "format_error"
+        else:
+            outcome = "wrong"
+        info = {
+            "outcome": outcome,
+            "score": {
+                "value": score.value,
+                "parsed": score.parsed,
+                "correct": score.correct,
+                "abstained": score.abstained,
+                "explanation": score.explanation,
+                "components": components,
+            },
+            "answer_text": text,
+        }
+        observation = f"[{FINAL_ANSWER}] answer received; the episode is over."
+        return observation, float(total), info
+
+    def _run_call(self, call: ParsedCall) -> str:
+        name = call.name or "tool_call"
+        if call.error is not None:
+            return f"[{name}] error: {call.error}"
+        try:
+            match call.name:
+                case "list_directory":
+                    out = self._list_directory(call.arguments)
+                case "read_text_file":
+                    out = self._read_text_file(call.arguments)
+                case "run_python_code":
+                    out = self._run_python_code(call.arguments)
+                case _:
+                    raise ToolError(
+                        f"unknown tool {call.name!r}; tools: {LIST_DIRECTORY}, {READ_TEXT_FILE}, "
+                        f"{RUN_PYTHON_CODE}, {FINAL_ANSWER}"
+                    )
+        except ToolError as exc:
+            return f"[{name}] error: {_cap(str(exc), 2000)}"
+        return f"[{name}]\n{_cap(out, self.max_output_chars)}"
+
+    def _list_directory(self, args: dict[str, Any]) -> str:
+        _check_args(args, ("path", "depth", "pattern"), ())
+        path = _as_str(args.get("path", "/") if args.get("path") is not None else "/", "path")
+        depth = _as_int(args.get("depth", 1), "depth")
+        pattern = args.get("pattern")
+        if pattern is not None:
+            pattern = _as_str(pattern, "pattern", 1000)
+        assert self._repo is not None
+        return list_directory(
+            self._repo, path, 1 if depth is None else depth, pattern, self.max_list_entries
+        )
+
+    def _read_text_file(self, args: dict[str, Any]) -> str:
+        _check_args(args, ("path", "head", "tail"), ("path",))
+        path = _as_str(args["path"], "path")
+        head = _as_int(args.get("head"), "head")
+        tail = _as_int(args.get("tail"), "tail")
+        assert self._repo is not None
+        return read_text_file(self._repo, path, head, tail, self.max_output_chars)
+
+    def _run_python_code(self, args: dict[str, Any]) -> str:
+        _check_args(args, ("code",), ("code",))
+        code = _as_str(args["code"], "code", MAX_CODE_CHARS)
+        try:
+            sandbox = self._get_sandbox()
+        except Exception as exc:  # the backend may be missing or fail to start
+            raise ToolError(f"the Python sandbox is unavailable: {exc}") from None
+        files_dir = self._materialised()
+        try:
+            result = sandbox.run(code, files_dir)
+        except Exception as exc:
+            raise ToolError(f"the sandbox failed: {type(exc).__name__}: {exc}") from None
+        return self._format_exec(result)
+
+    def _format_exec(self, result: Any) -> str:
+        cap = self.max_output_chars
+        parts = []
+        stdout = getattr(result, "stdout", "") or ""
+        stderr = getattr(result, "stderr", "") or ""
+        value = getattr(result, "value", None)
+        error = getattr(result, "error", None)
+        if stdout:
+            parts.append("[stdout]\n" + _cap(str(stdout), cap, "stdout"))
+        if stderr:
+            parts.append("[stderr]\n" + _cap(str(stderr), cap // 2, "stderr"))
+        if value is not None:
+            text = value if isinstance(value, str) else repr(value)
+            parts.append("[value]\n" + _cap(text, cap // 2, "value"))
+        if error:
+            parts.append("[error]\n" + _cap(str(error), cap // 2, "error"))
+        if getattr(result, "timed_out", False):
+            parts.append("[timed out: the code ran past the time limit]")
+        if getattr(result, "killed", False):
+            parts.append("[killed: the code exceeded a resource limit]")
+        return "\n".join(parts) if parts else "[no output]"
+
+    def _get_sandbox(self) -> Any:
+        if self._sandbox is not None:
+            return self._sandbox
+        spec = self.sandbox_spec
+        if spec is None or isinstance(spec, str):
+            from isg_gym.tools.sandbox import SandboxLimits, get_sandbox
+
+            limits = self.sandbox_limits
+            if limits is None:
+                limits = SandboxLimits()
+            elif isinstance(limits, Mapping):
+                limits = SandboxLimits(**limits)
+            self._sandbox = get_sandbox(spec or "bwrap", limits)
+        elif hasattr(spec, "run"):
+            self._sandbox = spec
+        else:
+            raise ToolError(f"sandbox must be a backend name or have run()/close(), got {spec!r}")
+        return self._sandbox
+
+    def _materialised(self) -> str:
+        """The current repository on disk (read-only, randomly named, reused, removed on close)."""
+        assert self._repo is not None
+        seed = self._repo.seed
+        path = self._dirs.get(seed)
+        if path is not None and os.path.isdir(path):
+            self._dirs.move_to_end(seed)
+            return path
+        path = tempfile.mkdtemp(prefix="isg-repo-")
+        self._dir_list.append(path)
+        try:
+            self._repo.materialize(path)
+            for root, dirs, files in os.walk(path):
+                for name in files:
+                    os.chmod(os.path.join(root, name), stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
+                for name in dirs:
+                    os.chmod(os.path.join(root, name), 0o555)
+            os.chmod(path, 0o555)
+        except OSError as exc:
+            _remove_tree(path)
+            raise ToolError(f"could not prepare the repository files: {exc}") from None
+        self._dirs[seed] = path
+        while len(self._dirs) > 2:
+            _, old = self._dirs.popitem(last=False)
+            _remove_tree(old)
+            with contextlib.suppress(ValueError):
+                self._dir_list.remove(old)
+        return path
+
+    # --- render / close --------------------------------------------------------------------
+
+    def render(self) -> str | None:
+        if self.render_mode != "ansi":
+            return None
+        blocks = [f"=== {role} ===\n{text}" for role, text in self._transcript]
+        return "\n\n".join(blocks) + "\n"
+
+    def close(self) -> None:
+        """Release the sandbox worker and remove materialised files (idempotent)."""
+        sandbox, self._sandbox = getattr(self, "_sandbox", None), None
+        if sandbox is not None and hasattr(sandbox, "close"):
+            with contextlib.suppress(Exception):
+                sandbox.close()
+        if hasattr(self, "_dir_list"):
+            _remove_trees(list(self._dir_list))
+            self._dir_list.clear()
+            self._dirs.clear()
+        self._closed = True
+
+
+def _describe_action(action: Any) -> str:
+    if isinstance(action, str):
+        return action
+    try:
+        return json.dumps(action, ensure_ascii=False, default=repr)[:MAX_CODE_CHARS]
+    except (TypeError, ValueError, RecursionError):
+        return repr(action)[:MAX_CODE_CHARS]

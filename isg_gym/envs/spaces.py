@@ -1,0 +1,69 @@
+"""Text spaces that accept any Unicode string (Gymnasium's ``Text`` rejects most prose)."""
+
+from __future__ import annotations
+
+import json
+import string
+from typing import Any
+
+import numpy as np
+from gymnasium.spaces import Text
+
+_SAMPLE_ALPHABET = string.ascii_letters + string.digits + string.punctuation + " \n"
+
+
+class UnicodeText(Text):
+    """Any ``str`` of ``min_length`` to ``max_length`` characters (all of Unicode allowed).
+
+    It subclasses :class:`gymnasium.spaces.Text` only so that vector environments batch it like
+    text; ``charset`` there is used for sampling, never for membership.
+    """
+
+    def __init__(
+        self, max_length: int = 1 << 20, min_length: int = 0, seed: int | None = None
+    ) -> None:
+        super().__init__(max_length, min_length=min_length, charset=_SAMPLE_ALPHABET, seed=seed)
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, str) and self.min_length <= len(x) <= self.max_length
+
+    def sample(self, mask: Any = None, probability: Any = None) -> str:
+        """Random printable ASCII text (masks are not supported)."""
+        length = int(self.np_random.integers(self.min_length, min(self.max_length, 64) + 1))
+        chars = self.np_random.choice(list(_SAMPLE_ALPHABET), size=length)
+        return "".join(chars)
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            type(other) is type(self)
+            and self.min_length == other.min_length
+            and self.max_length == other.max_length
+        )
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self.min_length, self.max_length))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.min_length}, {self.max_length})"
+
+
+class ToolCallText(UnicodeText):
+    """The action space: any assistant message; :meth:`sample` returns a valid tool call.
+
+    Samples are filesystem tool calls (``list_directory`` / ``read_text_file`` of the README)
+    in Hermes format, so they never need the sandbox and never end an episode.
+    """
+
+    def sample(self, mask: Any = None, probability: Any = None) -> str:
+        rng: np.random.Generator = self.np_random
+        kind = int(rng.integers(3))
+        if kind == 0:
+            call = {"name": "list_directory", "arguments": {"path": "/"}}
+        elif kind == 1:
+            depth = int(rng.integers(1, 4))
+            call = {"name": "list_directory", "arguments": {"path": "/", "depth": depth}}
+        else:
+            head = int(rng.integers(1, 20))
+            call = {"name": "read_text_file", "arguments": {"path": "README.md", "head": head}}
+        text = f"<tool_call>{json.dumps(call)}</tool_call>"
+        return text if len(text) <= self.max_length else text[: self.max_length]

@@ -1,0 +1,529 @@
+"""Sandbox for model-written Python.
+
+No in-process interpreter is a security boundary, so each call runs in a child forked from a
+separate worker process (``worker.py``, started by exec with a clean environment, never importing
+``isg_gym``). The worker pre-imports numpy, pandas, scipy and openpyxl; each child gets a new
+session, rlimits, no capabilities, ``no_new_privs`` and a seccomp filter (no execve, no fork, no
+sockets, no ptrace, no mount, signals only to itself). Backends decide how the worker is started:
+
+- ``"bwrap"``: the worker runs under bubblewrap with a private filesystem view: read-only binds
+  of ``/usr`` and the Python installation, the call's repository read-only at ``/data`` (also the
+  working directory), a tmpfs scratch at ``/tmp`` wiped per call, no ``/proc``, ``/home``,
+  ``/root`` (beyond the Python installation, if it lives there) or host ``/tmp``; new network,
+  pid, ipc and uts namespaces, ``--clearenv``, ``--new-session``, ``--die-with-parent``.
+- ``"none"`` (opt-in): the same worker without bubblewrap. Still a separate process with rlimits
+  and seccomp, but **no filesystem isolation**: the child can read whatever the host user can,
+  and the repository is the working directory at its host path rather than ``/data``.
+- ``"auto"``: ``"bwrap"`` when it works here, else ``"none"`` with a loud warning.
+
+Usage::
+
+    with get_sandbox("bwrap", SandboxLimits(wall_seconds=5)) as sb:
+        res = sb.run("import pandas as pd\\npd.read_csv('x.csv')['a'].mean()", repo_dir)
+        res.value, res.stdout, res.error
+
+One worker serves one repository: a call with a different ``files_dir`` restarts it (about a
+second). State never persists between calls. ``memory_mb`` is the address space a call may add
+on top of the worker's pre-imported libraries.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import logging
+import os
+import selectors
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import threading
+import time
+import warnings
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "DATA_DIR",
+    "SCRATCH_DIR",
+    "BubblewrapSandbox",
+    "ExecResult",
+    "LocalSandbox",
+    "Sandbox",
+    "SandboxError",
+    "SandboxLimits",
+    "SandboxUnavailable",
+    "available_backends",
+    "bwrap_available",
+    "get_sandbox",
+    "register_backend",
+]
+
+log = logging.getLogger(__name__)
+
+WORKER = Path(__file__).with_name("worker.py")
+DATA_DIR = "/data"
+SCRATCH_DIR = "/tmp"
+_WORKER_IN_SANDBOX = "/sandbox/worker.py"
+_STARTUP_TIMEOUT = 60.0
+_CHILD_ENV = {
+    "LANG": "C.UTF-8",
+    "LC_ALL": "C.UTF-8",
+    "PATH": "/usr/bin:/bin",
+    "OPENBLAS_NUM_THREADS": "1",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "NUMEXPR_NUM_THREADS": "1",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "MPLBACKEND": "Agg",
+}
+
+
+class SandboxError(RuntimeError):
+    """The sandbox itself failed (not the user's code)."""
+
+
+class SandboxUnavailable(SandboxError):
+    """The requested backend cannot run on this machine."""
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """Per-call resource limits."""
+
+    cpu_seconds: int = 5
+    wall_seconds: float = 10
+    memory_mb: int = 1024
+    file_size_mb: int = 16
+    open_files: int = 64
+    output_chars: int = 20000
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """Outcome of one call: captured output, the trailing expression's repr, a short error."""
+
+    stdout: str
+    stderr: str
+    value: str | None
+    error: str | None
+    timed_out: bool
+    killed: bool
+    duration_s: float
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def _encode(obj: Any) -> bytes:
+    body = json.dumps(obj).encode()
+    return struct.pack(">I", len(body)) + body
+
+
+class Sandbox:
+    """A lazily started worker process plus the protocol to run cells in it.
+
+    Subclasses say how the worker is launched (``_command``) and what the child sees.
+    Not thread-safe across calls, but a lock serialises concurrent ``run`` calls.
+    """
+
+    backend = "abstract"
+
+    def __init__(self, limits: SandboxLimits | None = None, *, seccomp: bool = True) -> None:
+        self.limits = limits or SandboxLimits()
+        self.seccomp = seccomp
+        self.worker_info: dict[str, Any] = {}
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._files_dir: str | None = None
+        self._log: Any = None
+        self._lock = threading.RLock()
+        self._finalizer: weakref.finalize | None = None
+        self._closed = False
+
+    # -- subclass hooks --------------------------------------------------------------------
+
+    def _command(self, files_dir: str, config: dict[str, Any]) -> list[str]:
+        raise NotImplementedError
+
+    def _config(self, files_dir: str) -> dict[str, Any]:
+        return {
+            "limits": dataclasses.asdict(self.limits),
+            "sys_path": _site_paths(),
+            "env": dict(_CHILD_ENV),
+            "seccomp": self.seccomp,
+            "data_dir": DATA_DIR,
+            "scratch": SCRATCH_DIR,
+            "die_with_parent": True,
+        }
+
+    def _cleanup(self) -> None:
+        """Backend-specific cleanup after the worker stopped."""
+
+    # -- public API ------------------------------------------------------------------------
+
+    def run(self, code: str, files_dir: str | os.PathLike[str]) -> ExecResult:
+        """Run ``code`` with ``files_dir`` as the read-only repository; never raises for user
+        errors (they come back in ``ExecResult.error``)."""
+        directory = os.path.realpath(files_dir)
+        if not os.path.isdir(directory):
+            raise NotADirectoryError(directory)
+        with self._lock:
+            if self._closed:
+                self._closed = False  # a closed sandbox restarts lazily, like a dead worker
+            if self._files_dir != directory or not self.alive:
+                self._stop()
+                self._start(directory)
+            assert self._proc is not None and self._proc.stdin is not None
+            try:
+                self._proc.stdin.write(_encode({"code": code}))
+                self._proc.stdin.flush()
+                reply = self._recv(float(self.limits.wall_seconds) + 15.0)
+            except (OSError, EOFError, TimeoutError, ValueError) as exc:
+                detail = self._log_tail()
+                self._stop()
+                log.warning("sandbox worker died during a call: %r %s", exc, detail)
+                return ExecResult(
+                    "", "", None, f"SandboxError: worker died ({exc!r})", False, True, 0.0
+                )
+            return ExecResult(
+                stdout=str(reply["stdout"]),
+                stderr=str(reply["stderr"]),
+                value=reply["value"],
+                error=reply["error"],
+                timed_out=bool(reply["timed_out"]),
+                killed=bool(reply["killed"]),
+                duration_s=float(reply["duration_s"]),
+            )
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def ping(self, timeout: float = 5.0) -> bool:
+        """True when the worker answers (it is not started by this)."""
+        with self._lock:
+            if not self.alive or self._proc is None or self._proc.stdin is None:
+                return False
+            try:
+                self._proc.stdin.write(_encode({"op": "ping"}))
+                self._proc.stdin.flush()
+                return bool(self._recv(timeout).get("pong"))
+            except (OSError, EOFError, TimeoutError, ValueError):
+                return False
+
+    def close(self) -> None:
+        """Kill the worker (idempotent)."""
+        with self._lock:
+            self._stop()
+            self._closed = True
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _start(self, files_dir: str) -> None:
+        config = self._config(files_dir)
+        cmd = self._command(files_dir, config)
+        self._log = tempfile.TemporaryFile(prefix="isg-sandbox-")  # noqa: SIM115
+        self._proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            env=self._launcher_env(),
+            cwd="/",
+            close_fds=True,
+            start_new_session=True,
+        )
+        self._finalizer = weakref.finalize(self, _kill, self._proc)
+        self._files_dir = files_dir
+        try:
+            info = self._recv(_STARTUP_TIMEOUT)
+        except (OSError, EOFError, TimeoutError, ValueError) as exc:
+            detail = self._log_tail()
+            self._stop()
+            raise SandboxError(f"{self.backend} worker failed to start: {exc!r}\n{detail}") from exc
+        if not info.get("ready"):
+            self._stop()
+            raise SandboxError(f"unexpected worker greeting {info!r}")
+        self.worker_info = info
+        if self.seccomp and not info.get("seccomp"):
+            msg = (
+                f"SANDBOX WARNING: seccomp filter unavailable ({info.get('seccomp_problem')}); "
+                "children run without syscall filtering"
+            )
+            warnings.warn(msg, RuntimeWarning, stacklevel=3)
+            log.error(msg)
+
+    def _launcher_env(self) -> dict[str, str]:
+        return {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+
+    def _recv(self, timeout: float) -> dict[str, Any]:
+        assert self._proc is not None and self._proc.stdout is not None
+        fd = self._proc.stdout.fileno()
+        deadline = time.monotonic() + timeout
+        header = _read_exact(fd, 4, deadline)
+        (n,) = struct.unpack(">I", header)
+        if n > 64 * 1024 * 1024:
+            raise ValueError(f"oversized reply ({n} bytes)")
+        reply = json.loads(_read_exact(fd, n, deadline))
+        if not isinstance(reply, dict):
+            raise ValueError("reply is not an object")
+        return reply
+
+    def _stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            _kill(proc)
+        if self._finalizer is not None:
+            self._finalizer.detach()
+            self._finalizer = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        self._files_dir = None
+        self._cleanup()
+
+    def _log_tail(self) -> str:
+        if self._log is None:
+            return ""
+        with contextlib.suppress(OSError, ValueError):
+            self._log.seek(0)
+            return self._log.read()[-4000:].decode(errors="replace")
+        return ""
+
+
+def _read_exact(fd: int, n: int, deadline: float) -> bytes:
+    out = bytearray()
+    with selectors.DefaultSelector() as sel:
+        sel.register(fd, selectors.EVENT_READ)
+        while len(out) < n:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not sel.select(remaining):
+                raise TimeoutError("sandbox worker did not answer in time")
+            chunk = os.read(fd, n - len(out))
+            if not chunk:
+                raise EOFError("sandbox worker closed its pipe")
+            out += chunk
+    return bytes(out)
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(OSError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        proc.kill()
+    for stream in (proc.stdin, proc.stdout):
+        with contextlib.suppress(OSError):
+            if stream is not None:
+                stream.close()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=5)
+
+
+def _python() -> str:
+    return os.path.realpath(sys.executable)
+
+
+def _site_paths() -> list[str]:
+    """Directories holding numpy, pandas, scipy, openpyxl (never the isg_gym checkout)."""
+    paths = {sysconfig.get_paths()[k] for k in ("purelib", "platlib")}
+    for name in ("numpy", "pandas", "scipy", "openpyxl"):
+        with contextlib.suppress(ImportError):
+            module = __import__(name)
+            paths.add(str(Path(module.__file__).resolve().parent.parent))
+    here = Path(__file__).resolve().parents[3]  # the checkout holding isg_gym
+    return sorted(p for p in paths if os.path.isdir(p) and Path(p).resolve() != here)
+
+
+class LocalSandbox(Sandbox):
+    """Backend ``"none"``: the worker runs without bubblewrap (opt-in; see module docs)."""
+
+    backend = "none"
+
+    def __init__(self, limits: SandboxLimits | None = None, *, seccomp: bool = True) -> None:
+        super().__init__(limits, seccomp=seccomp)
+        self._scratch_root: str | None = None
+
+    def _config(self, files_dir: str) -> dict[str, Any]:
+        config = super()._config(files_dir)
+        self._scratch_root = tempfile.mkdtemp(prefix="isg-sandbox-scratch-")
+        config["data_dir"] = files_dir
+        config["scratch"] = self._scratch_root
+        return config
+
+    def _command(self, files_dir: str, config: dict[str, Any]) -> list[str]:
+        return [_python(), "-I", "-S", str(WORKER), json.dumps(config)]
+
+    def _launcher_env(self) -> dict[str, str]:
+        return dict(_CHILD_ENV)
+
+    def _cleanup(self) -> None:
+        if self._scratch_root is not None:
+            shutil.rmtree(self._scratch_root, ignore_errors=True)
+            self._scratch_root = None
+
+
+class BubblewrapSandbox(Sandbox):
+    """Backend ``"bwrap"``: the worker runs in a bubblewrap private filesystem view."""
+
+    backend = "bwrap"
+
+    def __init__(
+        self, limits: SandboxLimits | None = None, *, seccomp: bool = True, bwrap: str | None = None
+    ) -> None:
+        super().__init__(limits, seccomp=seccomp)
+        found = bwrap or shutil.which("bwrap")
+        if found is None:
+            raise SandboxUnavailable("bubblewrap (bwrap) is not installed")
+        self.bwrap = found
+
+    def _command(self, files_dir: str, config: dict[str, Any]) -> list[str]:
+        return [
+            *bwrap_args(self.bwrap, files_dir, self.limits),
+            _python(),
+            "-I",
+            "-S",
+            _WORKER_IN_SANDBOX,
+            json.dumps(config),
+        ]
+
+
+def bwrap_args(bwrap: str, files_dir: str, limits: SandboxLimits) -> list[str]:
+    """The bubblewrap command line (up to and including ``--``) for one repository."""
+    args = [
+        bwrap,
+        "--unshare-net",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--die-with-parent",
+        "--new-session",
+        "--clearenv",
+        "--hostname",
+        "sandbox",
+        "--cap-drop",
+        "ALL",
+    ]
+    args += ["--ro-bind", "/usr", "/usr"]
+    for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        if os.path.islink(top):
+            args += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            args += ["--ro-bind", top, top]
+    for path in ("/etc/ld.so.cache", "/etc/localtime"):
+        if os.path.exists(path):
+            args += ["--ro-bind", path, path]
+    mounted = ["/usr"]
+    install = {
+        sys.base_prefix,
+        sys.prefix,
+        os.path.dirname(os.path.dirname(_python())),
+        *_site_paths(),
+    }
+    for path in sorted(os.path.realpath(p) for p in install):
+        if os.path.isdir(path) and not any(_under(path, m) for m in mounted):
+            args += ["--ro-bind", path, path]
+            mounted.append(path)
+    for site in _site_paths():  # hide editable-install hooks that point at the checkout
+        for entry in Path(site).glob("__editable__*isg_gym*"):
+            args += ["--ro-bind", "/dev/null", str(entry)]
+    args += ["--dev", "/dev", "--dir", "/sandbox", "--ro-bind", str(WORKER), _WORKER_IN_SANDBOX]
+    scratch_bytes = max(4 * limits.file_size_mb, 64) * 1024 * 1024
+    args += ["--size", str(scratch_bytes), "--tmpfs", SCRATCH_DIR]
+    args += ["--ro-bind", files_dir, DATA_DIR, "--remount-ro", "/", "--chdir", DATA_DIR]
+    for key, value in _CHILD_ENV.items():
+        args += ["--setenv", key, value]
+    args += ["--setenv", "HOME", SCRATCH_DIR, "--setenv", "TMPDIR", SCRATCH_DIR]
+    return [*args, "--"]
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+_BWRAP_OK: dict[str, str | None] = {}
+
+
+def bwrap_available() -> str | None:
+    """None when bubblewrap can build our sandbox here, else the reason it cannot (cached)."""
+    if "result" in _BWRAP_OK:
+        return _BWRAP_OK["result"]
+    exe = shutil.which("bwrap")
+    reason: str | None
+    if exe is None:
+        reason = "bubblewrap (bwrap) is not installed"
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            cmd = [*bwrap_args(exe, tmp, SandboxLimits()), _python(), "-I", "-S", "-c", "0"]
+            try:
+                proc = subprocess.run(
+                    cmd, capture_output=True, timeout=30, check=False, env={"PATH": "/usr/bin:/bin"}
+                )
+                reason = (
+                    None
+                    if proc.returncode == 0
+                    else (
+                        f"bwrap failed ({proc.returncode}): {proc.stderr.decode(errors='replace')}"
+                    )
+                )
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                reason = f"bwrap failed: {exc!r}"
+    _BWRAP_OK["result"] = reason
+    return reason
+
+
+SandboxFactory = Callable[..., Sandbox]
+_BACKENDS: dict[str, SandboxFactory] = {"bwrap": BubblewrapSandbox, "none": LocalSandbox}
+
+
+def register_backend(name: str, factory: SandboxFactory) -> None:
+    """Add a backend (e.g. Docker or a remote service) under ``name``."""
+    _BACKENDS[name] = factory
+
+
+def available_backends() -> list[str]:
+    return sorted(_BACKENDS)
+
+
+def get_sandbox(
+    backend: str = "bwrap", limits: SandboxLimits | None = None, **kwargs: Any
+) -> Sandbox:
+    """A sandbox for ``backend``: ``"bwrap"``, ``"none"`` (opt-in, no filesystem isolation),
+    ``"auto"`` (bwrap, else none with a loud warning) or a registered name."""
+    if backend == "auto":
+        reason = bwrap_available()
+        if reason is None:
+            return BubblewrapSandbox(limits, **kwargs)
+        msg = (
+            f"SANDBOX WARNING: bubblewrap unavailable ({reason}); falling back to backend "
+            "'none' WITHOUT filesystem or network isolation"
+        )
+        warnings.warn(msg, RuntimeWarning, stacklevel=2)
+        log.error(msg)
+        return LocalSandbox(limits, **kwargs)
+    if backend == "bwrap":
+        reason = bwrap_available()
+        if reason is not None:
+            raise SandboxUnavailable(reason)
+    try:
+        factory = _BACKENDS[backend]
+    except KeyError:
+        raise ValueError(
+            f"unknown sandbox backend {backend!r}; known: {', '.join(available_backends())}"
+        ) from None
+    return factory(limits, **kwargs)

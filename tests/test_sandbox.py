@@ -1,0 +1,188 @@
+"""Functional tests of the Python sandbox (bubblewrap backend; a few for backend "none")."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from isg_gym.tools.sandbox import (
+    ExecResult,
+    SandboxLimits,
+    available_backends,
+    bwrap_available,
+    get_sandbox,
+)
+
+LIMITS = SandboxLimits(cpu_seconds=2, wall_seconds=3, memory_mb=512, output_chars=2000)
+BWRAP_PROBLEM = bwrap_available()
+needs_bwrap = pytest.mark.skipif(
+    BWRAP_PROBLEM is not None, reason=f"bubblewrap cannot run here: {BWRAP_PROBLEM}"
+)
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("repo")
+    (root / "x.csv").write_text("a,b\n1,2\n3,4\n5,6\n")
+    (root / "sub").mkdir()
+    (root / "sub" / "y.txt").write_text("hello\n")
+    return root
+
+
+@pytest.fixture(scope="module")
+def sb() -> Iterator:
+    if BWRAP_PROBLEM is not None:
+        pytest.skip(f"bubblewrap cannot run here: {BWRAP_PROBLEM}")
+    with get_sandbox("bwrap", LIMITS) as sandbox:
+        yield sandbox
+
+
+def run(sb, code: str, repo: Path) -> ExecResult:
+    return sb.run(code, str(repo))
+
+
+@needs_bwrap
+def test_print_and_value(sb, repo: Path) -> None:
+    res = run(sb, "print('hi')\nx = 20\nx + 22", repo)
+    assert res.stdout == "hi\n"
+    assert res.value == "42"
+    assert res.error is None and not res.timed_out and not res.killed
+    assert res.duration_s >= 0
+
+
+@needs_bwrap
+def test_no_trailing_expression_gives_none(sb, repo: Path) -> None:
+    assert run(sb, "x = 1", repo).value is None
+    assert run(sb, "None", repo).value is None
+
+
+@needs_bwrap
+def test_pandas_reads_data_dir(sb, repo: Path) -> None:
+    res = run(
+        sb,
+        "import os, pandas as pd\n(os.getcwd(), pd.read_csv('x.csv')['a'].mean(), "
+        "open('/data/sub/y.txt').read())",
+        repo,
+    )
+    assert res.error is None, res.stderr
+    assert res.value == "('/data', np.float64(3.0), 'hello\\n')"
+
+
+@needs_bwrap
+def test_numpy_scipy_openpyxl(sb, repo: Path) -> None:
+    code = (
+        "import numpy as np, scipy.stats as st, openpyxl\n"
+        "wb = openpyxl.Workbook(); wb.active['A1'] = 5; wb.save('/tmp/t.xlsx')\n"
+        "import pandas as pd\n"
+        "v = pd.read_excel('/tmp/t.xlsx', header=None).iloc[0, 0]\n"
+        "r = st.pearsonr(np.arange(10), np.arange(10) ** 2)[0]\n"
+        "(int(v), round(float(r), 4), float(np.linalg.det(np.eye(3))))"
+    )
+    res = run(sb, code, repo)
+    assert res.error is None, res.stderr
+    assert res.value == "(5, 0.9627, 1.0)"
+
+
+@needs_bwrap
+def test_traceback_shows_user_frames_only(sb, repo: Path) -> None:
+    res = run(sb, "def f(x):\n    return 1 / x\n\nf(0)", repo)
+    assert res.error == "ZeroDivisionError: division by zero"
+    assert 'File "<cell>", line 4' in res.stderr
+    assert 'File "<cell>", line 2, in f' in res.stderr
+    assert "worker.py" not in res.stderr and "sandbox" not in res.stderr.lower()
+
+
+@needs_bwrap
+def test_syntax_error(sb, repo: Path) -> None:
+    res = run(sb, "x = (1,\n", repo)
+    assert res.error is not None and res.error.startswith("SyntaxError")
+    assert "worker.py" not in res.stderr
+
+
+@needs_bwrap
+def test_state_does_not_persist(sb, repo: Path) -> None:
+    assert (
+        run(
+            sb, "import builtins; builtins.LEAK = 1; y = 5; open('/tmp/f', 'w').write('x')", repo
+        ).error
+        is None
+    )
+    res = run(
+        sb,
+        "import builtins, os\n(hasattr(builtins, 'LEAK'), 'y' in globals(), "
+        "os.path.exists('/tmp/f'), os.listdir('/tmp'))",
+        repo,
+    )
+    assert res.value == "(False, False, False, [])"
+
+
+@needs_bwrap
+def test_timeout_then_worker_still_alive(sb, repo: Path) -> None:
+    res = run(sb, "import time\nprint('before', flush=True)\ntime.sleep(30)", repo)
+    assert res.timed_out and res.killed
+    assert res.stdout == "before\n"
+    assert 2.5 < res.duration_s < 6
+    assert sb.ping()
+    assert run(sb, "1 + 1", repo).value == "2"
+
+
+@needs_bwrap
+def test_other_files_dir_restarts_worker(sb, repo: Path, tmp_path: Path) -> None:
+    (tmp_path / "z.csv").write_text("a\n7\n")
+    assert run(sb, "import os; sorted(os.listdir('.'))", tmp_path).value == "['z.csv']"
+    assert run(sb, "import os; sorted(os.listdir('.'))", repo).value == "['sub', 'x.csv']"
+
+
+@needs_bwrap
+def test_close_idempotent_and_restart(repo: Path) -> None:
+    sandbox = get_sandbox("bwrap", LIMITS)
+    assert not sandbox.alive  # started lazily
+    assert sandbox.run("2 * 3", str(repo)).value == "6"
+    assert sandbox.alive
+    sandbox.close()
+    sandbox.close()
+    assert not sandbox.alive
+    assert sandbox.run("2 * 4", str(repo)).value == "8"  # restarts transparently
+    assert sandbox._proc is not None
+    sandbox._proc.kill()  # the worker died
+    sandbox._proc.wait()
+    assert sandbox.run("2 * 5", str(repo)).value == "10"
+    sandbox.close()
+
+
+def test_backends_registry() -> None:
+    assert {"bwrap", "none"} <= set(available_backends())
+    with pytest.raises(ValueError, match="unknown sandbox backend"):
+        get_sandbox("nope")
+
+
+def test_limits_defaults() -> None:
+    limits = SandboxLimits()
+    assert (
+        limits.cpu_seconds,
+        limits.wall_seconds,
+        limits.memory_mb,
+        limits.file_size_mb,
+        limits.open_files,
+        limits.output_chars,
+    ) == (5, 10, 1024, 16, 64, 20000)
+    with pytest.raises(AttributeError):
+        limits.cpu_seconds = 1  # type: ignore[misc]
+
+
+def test_backend_none_runs_with_seccomp(repo: Path) -> None:
+    with get_sandbox("none", LIMITS) as sandbox:
+        here = str(Path(repo).resolve())
+        code = (
+            f"import os, pandas as pd\n(os.getcwd() == {here!r}, pd.read_csv('x.csv')['a'].sum())"
+        )
+        res = sandbox.run(code, str(repo))
+        assert res.value == "(True, np.int64(9))", res.stderr
+        assert sandbox.worker_info["seccomp"] is True
+        res = sandbox.run("import os\nos.system('true')", str(repo))
+        assert res.value not in (None, "0")
+        res = sandbox.run("import subprocess\nsubprocess.run(['true'])", str(repo))
+        assert res.error is not None and "PermissionError" in res.error
+        assert sandbox.run("import isg_gym", str(repo)).error.startswith("ModuleNotFoundError")

@@ -1,0 +1,333 @@
+"""Attack catalogue: each case must be contained AND leave the worker able to serve a call."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from isg_gym.tools.sandbox import ExecResult, SandboxLimits, bwrap_available, get_sandbox
+
+LIMITS = SandboxLimits(cpu_seconds=2, wall_seconds=3, memory_mb=512, output_chars=2000)
+CANARY = "ISG_SANDBOX_CANARY"
+CANARY_VALUE = "canary-7f3a9e-do-not-leak"
+BWRAP_PROBLEM = bwrap_available()
+pytestmark = pytest.mark.skipif(
+    BWRAP_PROBLEM is not None, reason=f"bubblewrap cannot run here: {BWRAP_PROBLEM}"
+)
+
+
+@dataclass
+class Env:
+    sb: object
+    repo: Path
+    other: Path
+    secret: Path
+    host_marker: Path
+    port: int
+    connections: list[object]
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
+    base = tmp_path_factory.mktemp("attacks")
+    repo = base / "episode-1"
+    repo.mkdir()
+    (repo / "x.csv").write_text("a,b\n1,2\n")
+    other = base / "episode-2"
+    other.mkdir()
+    (other / "answer.txt").write_text("the answer is 42\n")
+    secret = base / "host-secret.txt"
+    secret.write_text("host secret\n")
+    os.environ[CANARY] = CANARY_VALUE
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    listener.settimeout(0.2)
+    connections: list[object] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                conn, addr = listener.accept()
+            except OSError:
+                continue
+            connections.append(addr)
+            conn.close()
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    sandbox = get_sandbox("bwrap", LIMITS)
+    try:
+        yield Env(
+            sandbox,
+            repo,
+            other,
+            secret,
+            base / "host-marker",
+            listener.getsockname()[1],
+            connections,
+        )
+    finally:
+        sandbox.close()
+        stop.set()
+        thread.join(2)
+        listener.close()
+        os.environ.pop(CANARY, None)
+
+
+def contained_value(expected: str) -> Callable[[ExecResult, Env], None]:
+    def check(res: ExecResult, env: Env) -> None:
+        assert res.value == expected, (res.value, res.error, res.stderr)
+
+    return check
+
+
+def error_contains(*needles: str) -> Callable[[ExecResult, Env], None]:
+    def check(res: ExecResult, env: Env) -> None:
+        assert res.error is not None, (res.value, res.stdout)
+        assert any(n in res.error for n in needles), (res.error, res.stderr)
+
+    return check
+
+
+def killed(res: ExecResult, env: Env) -> None:
+    assert res.killed, res
+    assert res.duration_s < LIMITS.wall_seconds + 2
+
+
+def no_connection(res: ExecResult, env: Env) -> None:
+    assert res.error is not None or res.value in ("'blocked'",), res
+    assert env.connections == []
+
+
+def try_(expr: str) -> str:
+    """Cell evaluating to 'blocked' when ``expr`` raises, else to its repr."""
+    return (
+        f"try:\n    _r = {expr}\nexcept BaseException as _e:\n    _r = 'blocked'\n"
+        "_r if _r == 'blocked' else repr(_r)[:200]"
+    )
+
+
+MARKER = "import os\n_m = '/tmp/pwned'\n"
+PICKLE_CLASS = (
+    "import os, pickle\n"
+    "class P:\n"
+    "    def __reduce__(self):\n"
+    "        return (os.system, ('touch /tmp/pwned {host}',))\n"
+)
+
+ATTACKS: dict[str, tuple[str, Callable[[ExecResult, Env], None]]] = {
+    # --- host files ----------------------------------------------------------------------
+    "etc_passwd": (try_("open('/etc/passwd').read()"), contained_value("'blocked'")),
+    "etc_shadow": (try_("open('/etc/shadow').read()"), contained_value("'blocked'")),
+    "etc_listing": (
+        try_("sorted(os.listdir('/etc'))").replace("try:", "import os\ntry:", 1),
+        contained_value("\"['ld.so.cache', 'localtime']\""),
+    ),
+    "host_secret": (try_("open({secret!r}).read()"), contained_value("'blocked'")),
+    "host_secret_dir": (
+        try_("__import__('os').listdir({secret_dir!r})"),
+        contained_value("'blocked'"),
+    ),
+    "other_episode_abs": (
+        try_("open({other!r} + '/answer.txt').read()"),
+        contained_value("'blocked'"),
+    ),
+    "other_episode_rel": (
+        try_("open('../episode-2/answer.txt').read()"),
+        contained_value("'blocked'"),
+    ),
+    "work_checkout": (try_("__import__('os').listdir('/work')"), contained_value("'blocked'")),
+    "home": (try_("__import__('os').listdir('/home')"), contained_value("'blocked'")),
+    "root_home": ("import os\nsorted(os.listdir('/root'))", contained_value("['.pyenv']")),
+    "host_tmp": ("import os\nos.listdir('/tmp')", contained_value("[]")),
+    "proc_pids": (try_("__import__('os').listdir('/proc')"), contained_value("'blocked'")),
+    "proc_host_pid": (
+        "import os\nos.path.exists('/proc/{host_pid}/environ')",
+        contained_value("False"),
+    ),
+    "proc_self_environ": (try_("open('/proc/self/environ').read()"), contained_value("'blocked'")),
+    "sys_fs": (try_("__import__('os').listdir('/sys')"), contained_value("'blocked'")),
+    "dev_mem": (try_("open('/dev/mem', 'rb').read(1)"), contained_value("'blocked'")),
+    "env_canary": (
+        "import os\n'{canary}' in repr(dict(os.environ)) or "
+        "'{canary_value}' in repr(dict(os.environ))",
+        contained_value("False"),
+    ),
+    "hostname": ("import socket\nsocket.gethostname()", contained_value("'sandbox'")),
+    # --- writes --------------------------------------------------------------------------
+    "write_data": (try_("open('/data/evil.csv', 'w').write('x')"), contained_value("'blocked'")),
+    "write_root": (try_("open('/evil', 'w').write('x')"), contained_value("'blocked'")),
+    "write_usr": (try_("open('/usr/lib/evil', 'w').write('x')"), contained_value("'blocked'")),
+    "write_site_packages": (
+        try_("open(__import__('numpy').__file__, 'a').write('x')"),
+        contained_value("'blocked'"),
+    ),
+    "write_worker": (
+        try_("open('/sandbox/worker.py', 'a').write('x')"),
+        contained_value("'blocked'"),
+    ),
+    "big_scratch_file": (
+        try_("open('/tmp/big', 'wb').write(b'0' * (64 << 20))"),
+        contained_value("'blocked'"),
+    ),
+    # --- network -------------------------------------------------------------------------
+    "socket_connect": (
+        try_("__import__('socket').create_connection(('127.0.0.1', {port}), 1)"),
+        no_connection,
+    ),
+    "socket_raw": (try_("__import__('socket').socket(2, 3, 1)"), no_connection),
+    "urllib": (
+        try_("__import__('urllib.request').request.urlopen('http://127.0.0.1:{port}/', timeout=1)"),
+        no_connection,
+    ),
+    "socket_unix": (try_("__import__('socket').socket(1, 1)"), contained_value("'blocked'")),
+    # --- processes -----------------------------------------------------------------------
+    "os_system": (
+        MARKER + "rc = os.system('touch /tmp/pwned {host}')\n(rc != 0, os.path.exists(_m))",
+        contained_value("(True, False)"),
+    ),
+    "subprocess_run": (
+        "import subprocess\nsubprocess.run(['touch', '/tmp/pwned'])",
+        error_contains("PermissionError"),
+    ),
+    "os_execv": (
+        "import os\nos.execv('/bin/sh', ['sh', '-c', 'touch /tmp/pwned'])",
+        error_contains("PermissionError"),
+    ),
+    "os_fork": ("import os\nos.fork()", error_contains("PermissionError")),
+    "posix_spawn": (
+        "import os\nos.posix_spawn('/bin/true', ['true'], {{}})",
+        error_contains("PermissionError"),
+    ),
+    "ctypes_system": (
+        MARKER + "import ctypes\nrc = ctypes.CDLL(None).system(b'touch /tmp/pwned')"
+        "\n(rc != 0, os.path.exists(_m))",
+        contained_value("(True, False)"),
+    ),
+    "ctypes_execve_syscall": (
+        "import ctypes\nlibc = ctypes.CDLL(None)\nlibc.syscall(59, b'/bin/sh', None, None)",
+        contained_value("-1"),
+    ),
+    "ctypes_ptrace": (
+        "import ctypes\nctypes.CDLL(None).ptrace(16, 1, 0, 0)",
+        contained_value("-1"),
+    ),
+    "ctypes_mount": (
+        "import ctypes\nctypes.CDLL(None).mount(b'none', b'/tmp', b'tmpfs', 0, None)",
+        contained_value("-1"),
+    ),
+    "ctypes_unshare": (
+        "import ctypes\nctypes.CDLL(None).unshare(0x10000000)",
+        contained_value("-1"),
+    ),
+    "subclasses_walk": (
+        MARKER + "cw = [c for c in ().__class__.__base__.__subclasses__() "
+        "if c.__name__ == 'catch_warnings'][0]\n"
+        "o = cw()._module.__builtins__['__import__']('os')\n"
+        "rc = o.system('touch /tmp/pwned')\n(rc != 0, os.path.exists(_m))",
+        contained_value("(True, False)"),
+    ),
+    "pickle_read_pickle": (
+        PICKLE_CLASS + "pickle.dump(P(), open('/tmp/p.pkl', 'wb'))\n"
+        "import pandas as pd\nrc = pd.read_pickle('/tmp/p.pkl')\n"
+        "(rc != 0, os.path.exists('/tmp/pwned'))",
+        contained_value("(True, False)"),
+    ),
+    "pickle_np_load": (
+        PICKLE_CLASS + "import numpy as np\nnp.save('/tmp/a.npy', np.array([P()], dtype=object),"
+        " allow_pickle=True)\nrc = np.load('/tmp/a.npy', allow_pickle=True)[0]\n"
+        "(rc != 0, os.path.exists('/tmp/pwned'))",
+        contained_value("(True, False)"),
+    ),
+    "fork_bomb": ("import os\nwhile True:\n    os.fork()", error_contains("PermissionError")),
+    "thread_bomb": (
+        "import threading, time\nn = 0\ntry:\n    while n < 100000:\n"
+        "        threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
+        "        n += 1\nexcept BaseException:\n    pass\nn < 100000",
+        contained_value("True"),
+    ),
+    "memory_bomb_alloc": ("b = bytearray(50 * 2**30)", error_contains("MemoryError")),
+    "memory_bomb_grow": (
+        "xs = []\nwhile True:\n    xs.append(bytearray(2**24))",
+        error_contains("MemoryError"),
+    ),
+    "memory_bomb_numpy": (
+        "import numpy as np\nnp.ones((2**20, 2**12))",
+        error_contains("MemoryError"),
+    ),
+    "infinite_loop": ("while True:\n    pass", killed),
+    "infinite_numpy": (
+        "import numpy as np\na = np.random.rand(300, 300)\nwhile True:\n    a = np.tanh(a @ a)",
+        killed,
+    ),
+    "sleep": ("import time\ntime.sleep(100)", killed),
+    "output_flood": ("while True:\n    print('x' * 10000)", killed),
+    "kill_parent": ("import os\nos.kill(os.getppid(), 9)", error_contains("PermissionError")),
+    "kill_all": ("import os\nos.kill(-1, 9)", error_contains("PermissionError")),
+    "kill_pid1": ("import os\nos.kill(1, 9)", error_contains("PermissionError")),
+    "killpg_parent": (
+        "import os\nos.killpg(os.getpgid(os.getppid()), 9)",
+        error_contains("PermissionError"),
+    ),
+    "killpg_self": ("import os\nos.killpg(0, 9)", killed),
+    "close_all_fds": ("import os\nos.closerange(0, 1024)\n1", error_contains("without a result")),
+    "rlimit_raise": (
+        "import resource\nresource.setrlimit(resource.RLIMIT_CPU, (10**6, 10**6))",
+        error_contains("ValueError"),
+    ),
+    "sys_exit": ("import sys\nsys.exit(3)", error_contains("SystemExit")),
+    "os_exit": ("import os\nos._exit(0)", error_contains("without a result")),
+    # --- the answer / generator ----------------------------------------------------------
+    "import_isg_gym": ("import isg_gym", error_contains("ModuleNotFoundError")),
+    "editable_finder": (
+        "import sys\ntry:\n    import __editable___isg_gym_0_1_0_finder as f\n"
+        "    f.install()\nexcept BaseException:\n    pass\n"
+        "try:\n    import isg_gym\n    r = 'imported'\nexcept ImportError:\n    r = 'blocked'\nr",
+        contained_value("'blocked'"),
+    ),
+    "find_generator_source": (
+        "import os\nhits = []\nfor d, ds, fs in os.walk('/'):\n"
+        "    ds[:] = [x for x in ds if x not in ('usr', 'numpy', 'pandas', 'scipy')]\n"
+        "    hits += [os.path.join(d, f) for f in fs if 'isg_gym' in os.path.join(d, f)\n"
+        "             and f.endswith('.py') and os.path.getsize(os.path.join(d, f)) > 0]\nhits",
+        contained_value("[]"),
+    ),
+    "seed_in_env": (
+        "import os\n[k for k in os.environ if 'SEED' in k.upper() or 'ISG' in k]",
+        contained_value("[]"),
+    ),
+}
+
+
+def test_catalogue_size() -> None:
+    assert len(ATTACKS) >= 40
+
+
+@pytest.mark.parametrize("name", sorted(ATTACKS))
+def test_attack_contained(env: Env, name: str) -> None:
+    template, check = ATTACKS[name]
+    code = template.format(
+        secret=str(env.secret),
+        secret_dir=str(env.secret.parent),
+        other=str(env.other),
+        port=env.port,
+        host=str(env.host_marker),
+        host_pid=os.getpid(),
+        canary=CANARY,
+        canary_value=CANARY_VALUE,
+    )
+    res = env.sb.run(code, str(env.repo))
+    check(res, env)
+    assert not env.host_marker.exists()
+    assert len(res.stdout) <= LIMITS.output_chars + 200
+    assert len(res.stderr) <= LIMITS.output_chars + 200
+    after = env.sb.run("import os\n(1 + 1, os.listdir('/tmp'))", str(env.repo))
+    assert after.value == "(2, [])", after
