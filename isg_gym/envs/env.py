@@ -4,10 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import shutil
-import stat
-import tempfile
 import weakref
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -16,6 +12,7 @@ from typing import Any, ClassVar
 import gymnasium as gym
 
 from isg_gym.dataset import ANSWER_INSTRUCTIONS
+from isg_gym.envs import materialize
 from isg_gym.envs.actions import FORMAT_HELP, ParsedCall, parse_action
 from isg_gym.envs.spaces import ToolCallText, UnicodeText
 from isg_gym.qa import QUESTION_TYPES, Question, format_answer, question_at, question_from_id
@@ -36,6 +33,8 @@ SEED_LIMIT = 2**31 - 1
 MAX_CODE_CHARS = 100_000
 MAX_ARG_CHARS = 10_000
 OBSERVATION_LIMIT = 1 << 20
+MAX_SESSION_CHARS = 1_000_000
+PYTHON_SESSIONS = ("fresh", "persistent")
 _SLOT_TRIES = 64
 _REPO_TRIES = 50
 
@@ -85,22 +84,30 @@ def _cap(text: str, limit: int, what: str = "output") -> str:
     return text[:limit] + f"\n[{what} truncated: {len(text) - limit} more characters not shown]"
 
 
-def _remove_tree(path: str) -> None:
-    """Remove a (read-only) materialised repository."""
-    if not os.path.isdir(path):
-        return
-    for root, dirs, _ in os.walk(path):
-        for name in dirs:
-            with contextlib.suppress(OSError):
-                os.chmod(os.path.join(root, name), stat.S_IRWXU)
-    with contextlib.suppress(OSError):
-        os.chmod(path, stat.S_IRWXU)
-    shutil.rmtree(path, ignore_errors=True)
+# Replays a persistent session's earlier cells in the new call's namespace, output discarded.
+# It is sent as the first line of the program (one line, so the new cell keeps its trailing
+# expression and is off by exactly one line in tracebacks).
+_REPLAY = """\
+def __isg_replay__(cells, namespace):
+    import contextlib, io, sys
+    for number, source in enumerate(cells, 1):
+        sink = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+                exec(compile(source, f"<earlier cell {number}>", "exec"), namespace)
+        except BaseException as exc:
+            print(f"[persistent session] replaying earlier cell {number} failed: "
+                  f"{type(exc).__name__}: {exc}", file=sys.stderr)
+"""
 
 
-def _remove_trees(paths: list[str]) -> None:
-    for path in paths:
-        _remove_tree(path)
+def replay_program(history: Sequence[str], code: str) -> str:
+    """The program run for ``code`` in a persistent session: one line that re-executes the
+    earlier cells ``history`` (stdout/stderr discarded), then ``code`` unchanged."""
+    if not history:
+        return code
+    head = f"exec({_REPLAY!r}); __isg_replay__({list(history)!r}, globals()); del __isg_replay__"
+    return f"{head}\n{code}"
 
 
 class ISGEnv(gym.Env[str, Any]):
@@ -159,6 +166,17 @@ class ISGEnv(gym.Env[str, Any]):
     - ``sandbox``: backend name for :func:`isg_gym.tools.sandbox.get_sandbox` (``"bwrap"``,
       ``"none"``) or an object with ``run(code, files_dir)`` and ``close()``;
       ``sandbox_limits``: a ``SandboxLimits`` or a dict of its fields.
+    - ``python_session``: ``"fresh"`` (default): every ``run_python_code`` call starts from an
+      empty namespace. ``"persistent"``: variables, imports and functions of earlier calls in
+      the episode are visible, like notebook cells. The sandbox forks a fresh process per call,
+      so this is done by replay: the env keeps the code of the episode's earlier calls that
+      finished without error and re-executes them (output discarded) before the new code.
+      Caveats: the earlier cells' cost is paid again on every call and counts against the
+      call's time and memory limits; their side effects happen again (random draws differ
+      unless seeded, files written under /tmp are rewritten); a replayed cell that now fails
+      is reported on stderr and skipped; line numbers of the new cell in tracebacks are one
+      higher; the history is cleared by ``reset()`` and limited to
+      :data:`MAX_SESSION_CHARS` characters.
     - ``reward_config``: :class:`~isg_gym.rewards.RewardConfig`.
     - ``answer_instructions``: text after the question (default
       :data:`isg_gym.dataset.ANSWER_INSTRUCTIONS`).
@@ -188,6 +206,7 @@ class ISGEnv(gym.Env[str, Any]):
         max_list_entries: int = 200,
         sandbox: Any = "bwrap",
         sandbox_limits: Any = None,
+        python_session: str = "fresh",
         reward_config: RewardConfig | None = None,
         answer_instructions: str = ANSWER_INSTRUCTIONS,
         question_configs: Mapping[str, Any] | None = None,
@@ -210,6 +229,10 @@ class ISGEnv(gym.Env[str, Any]):
             raise ValueError("max_output_chars must be >= 100 and max_list_entries >= 1")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        if python_session not in PYTHON_SESSIONS:
+            raise ValueError(
+                f"python_session must be one of {PYTHON_SESSIONS}, got {python_session!r}"
+            )
         self.start_repository = int(start_repository)
         self.num_repositories = int(num_repositories)
         self.question_types = types
@@ -220,6 +243,7 @@ class ISGEnv(gym.Env[str, Any]):
         self.max_list_entries = int(max_list_entries)
         self.sandbox_spec = sandbox
         self.sandbox_limits = sandbox_limits
+        self.python_session = python_session
         self.reward_config = reward_config or RewardConfig()
         self.answer_instructions = answer_instructions
         self.question_configs = dict(question_configs) if question_configs else None
@@ -235,9 +259,9 @@ class ISGEnv(gym.Env[str, Any]):
     def _init_runtime(self) -> None:
         self._sandbox: Any = None
         self._repos: OrderedDict[int, Repository] = OrderedDict()
-        self._dirs: OrderedDict[int, str] = OrderedDict()
-        self._dir_list: list[str] = []  # shared with the finaliser
-        self._finalizer = weakref.finalize(self, _remove_trees, self._dir_list)
+        self._leases = materialize.Leases(keep=2)
+        self._finalizer = weakref.finalize(self, self._leases.release_all)
+        self._cells: list[str] = []  # successful run_python_code cells (persistent session)
         self._repo: Repository | None = None
         self._question: Question | None = None
         self._steps = 0
@@ -255,6 +279,7 @@ class ISGEnv(gym.Env[str, Any]):
             self._steps,
             self._done,
             list(self._transcript),
+            list(self._cells),
         )
         return state
 
@@ -262,7 +287,8 @@ class ISGEnv(gym.Env[str, Any]):
         episode = state.pop("_episode")
         self.__dict__.update(state)
         self._init_runtime()
-        question_id, self._steps, self._done, self._transcript = episode
+        question_id, self._steps, self._done, self._transcript, *rest = episode
+        self._cells = list(rest[0]) if rest else []
         if question_id is not None:
             seed = parse_question_id(question_id)[0]
             self._repo = self._repository(seed)
@@ -295,6 +321,7 @@ class ISGEnv(gym.Env[str, Any]):
         self._repo = self._repository(self._question.repository)
         self._steps = 0
         self._done = False
+        self._cells = []
         observation = self._first_observation()
         self._transcript = [("system", observation)]
         return observation, self._info(first=True)
@@ -503,11 +530,23 @@ class ISGEnv(gym.Env[str, Any]):
             sandbox = self._get_sandbox()
         except Exception as exc:  # the backend may be missing or fail to start
             raise ToolError(f"the Python sandbox is unavailable: {exc}") from None
+        persistent = self.python_session == "persistent"
+        program = code
+        if persistent and self._cells:
+            size = sum(map(len, self._cells)) + len(code)
+            if size > MAX_SESSION_CHARS:
+                raise ToolError(
+                    f"the persistent Python session is too long ({size} characters of code with "
+                    f"the earlier cells; at most {MAX_SESSION_CHARS})"
+                )
+            program = replay_program(self._cells, code)
         files_dir = self._materialised()
         try:
-            result = sandbox.run(code, files_dir)
+            result = sandbox.run(program, files_dir)
         except Exception as exc:
             raise ToolError(f"the sandbox failed: {type(exc).__name__}: {exc}") from None
+        if persistent and _succeeded(result):
+            self._cells.append(code)
         return self._format_exec(result)
 
     def _format_exec(self, result: Any) -> str:
@@ -552,33 +591,13 @@ class ISGEnv(gym.Env[str, Any]):
         return self._sandbox
 
     def _materialised(self) -> str:
-        """The current repository on disk (read-only, randomly named, reused, removed on close)."""
+        """The current repository on disk: read-only, randomly named, shared by the envs of this
+        process (:mod:`isg_gym.envs.materialize`), removed when the last one using it closes."""
         assert self._repo is not None
-        seed = self._repo.seed
-        path = self._dirs.get(seed)
-        if path is not None and os.path.isdir(path):
-            self._dirs.move_to_end(seed)
-            return path
-        path = tempfile.mkdtemp(prefix="isg-repo-")
-        self._dir_list.append(path)
         try:
-            self._repo.materialize(path)
-            for root, dirs, files in os.walk(path):
-                for name in files:
-                    os.chmod(os.path.join(root, name), stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
-                for name in dirs:
-                    os.chmod(os.path.join(root, name), 0o555)
-            os.chmod(path, 0o555)
+            return self._leases.get(self._repo)
         except OSError as exc:
-            _remove_tree(path)
             raise ToolError(f"could not prepare the repository files: {exc}") from None
-        self._dirs[seed] = path
-        while len(self._dirs) > 2:
-            _, old = self._dirs.popitem(last=False)
-            _remove_tree(old)
-            with contextlib.suppress(ValueError):
-                self._dir_list.remove(old)
-        return path
 
     # --- render / close --------------------------------------------------------------------
 
@@ -594,11 +613,17 @@ class ISGEnv(gym.Env[str, Any]):
         if sandbox is not None and hasattr(sandbox, "close"):
             with contextlib.suppress(Exception):
                 sandbox.close()
-        if hasattr(self, "_dir_list"):
-            _remove_trees(list(self._dir_list))
-            self._dir_list.clear()
-            self._dirs.clear()
+        if hasattr(self, "_leases"):
+            self._leases.release_all()
         self._closed = True
+
+
+def _succeeded(result: Any) -> bool:
+    return not (
+        getattr(result, "error", None)
+        or getattr(result, "timed_out", False)
+        or getattr(result, "killed", False)
+    )
 
 
 def _describe_action(action: Any) -> str:
