@@ -181,7 +181,8 @@ class ISGEnv(gym.Env[str, Any]):
     - ``answer_instructions``: text after the question (default
       :data:`isg_gym.dataset.ANSWER_INSTRUCTIONS`).
     - ``question_configs``: per-type ``Config`` instances.
-    - ``privileged_info``: put the gold answer, answerability and reason in ``info``.
+    - ``privileged_info``: put the gold answer, answerability, reason, the question's structured
+      ``params``, ``sig_figs`` and ``evidence`` files in ``info`` (debugging, analysis, oracles).
     - ``render_mode``: ``"ansi"`` for a text transcript.
 
     ``reset(options=...)`` pins an episode: ``{"repository": 118}``, ``{"question":
@@ -386,6 +387,9 @@ class ISGEnv(gym.Env[str, Any]):
             info["answer"] = format_answer(q)
             info["answerable"] = q.answerable
             info["reason"] = q.reason
+            info["params"] = q.params
+            info["sig_figs"] = q.sig_figs
+            info["evidence"] = list(q.evidence)
         return info
 
     # --- step ------------------------------------------------------------------------------
