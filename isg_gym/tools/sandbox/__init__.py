@@ -391,6 +391,11 @@ class BubblewrapSandbox(Sandbox):
             raise SandboxUnavailable("bubblewrap (bwrap) is not installed")
         self.bwrap = found
 
+    def _config(self, files_dir: str) -> dict[str, Any]:
+        config = super()._config(files_dir)
+        config["sys_path"] = [inside for _, inside in site_mounts()]
+        return config
+
     def _command(self, files_dir: str, config: dict[str, Any]) -> list[str]:
         return [
             *bwrap_args(self.bwrap, files_dir, self.limits),
@@ -400,6 +405,18 @@ class BubblewrapSandbox(Sandbox):
             _WORKER_IN_SANDBOX,
             json.dumps(config),
         ]
+
+
+def site_mounts() -> list[tuple[str, str]]:
+    """(host path, path inside the sandbox) of each site directory.
+
+    Site directories under the scratch path (e.g. a virtual environment in /tmp) are mounted
+    elsewhere, so that the per-call scratch at /tmp stays empty.
+    """
+    return [
+        (path, f"/sandbox/site{i}" if _under(path, SCRATCH_DIR) else path)
+        for i, path in enumerate(_site_paths())
+    ]
 
 
 def bwrap_args(bwrap: str, files_dir: str, limits: SandboxLimits) -> list[str]:
@@ -428,23 +445,28 @@ def bwrap_args(bwrap: str, files_dir: str, limits: SandboxLimits) -> list[str]:
     for path in ("/etc/ld.so.cache", "/etc/localtime"):
         if os.path.exists(path):
             args += ["--ro-bind", path, path]
-    mounted = ["/usr"]
-    install = {
-        sys.base_prefix,
-        sys.prefix,
-        os.path.dirname(os.path.dirname(_python())),
-        *_site_paths(),
-    }
-    for path in sorted(os.path.realpath(p) for p in install):
-        if os.path.isdir(path) and not any(_under(path, m) for m in mounted):
-            args += ["--ro-bind", path, path]
-            mounted.append(path)
-    for site in _site_paths():  # hide editable-install hooks that point at the checkout
-        for entry in Path(site).glob("__editable__*isg_gym*"):
-            args += ["--ro-bind", "/dev/null", str(entry)]
-    args += ["--dev", "/dev", "--dir", "/sandbox", "--ro-bind", str(WORKER), _WORKER_IN_SANDBOX]
+    # Scratch first: an installation under /tmp (e.g. a virtual environment) is bound on top.
     scratch_bytes = max(4 * limits.file_size_mb, 64) * 1024 * 1024
     args += ["--size", str(scratch_bytes), "--tmpfs", SCRATCH_DIR]
+    mounted = ["/usr"]
+    install = {sys.base_prefix, sys.prefix, os.path.dirname(os.path.dirname(_python()))}
+    for path in sorted(os.path.realpath(p) for p in install):
+        if (
+            os.path.isdir(path)
+            and not _under(path, SCRATCH_DIR)
+            and not any(_under(path, m) for m in mounted)
+        ):
+            args += ["--ro-bind", path, path]
+            mounted.append(path)
+            for hook in Path(path).glob("lib/python3*/site-packages/__editable__*isg_gym*"):
+                args += ["--ro-bind", "/dev/null", str(hook)]  # hooks pointing at a checkout
+    for host, inside in site_mounts():
+        if inside != host or not any(_under(host, m) for m in mounted):
+            args += ["--ro-bind", host, inside]
+            mounted.append(inside)
+        for entry in Path(host).glob("__editable__*isg_gym*"):  # hooks pointing at the checkout
+            args += ["--ro-bind", "/dev/null", f"{inside}/{entry.name}"]
+    args += ["--dev", "/dev", "--dir", "/sandbox", "--ro-bind", str(WORKER), _WORKER_IN_SANDBOX]
     args += ["--ro-bind", files_dir, DATA_DIR, "--remount-ro", "/", "--chdir", DATA_DIR]
     for key, value in _CHILD_ENV.items():
         args += ["--setenv", key, value]
