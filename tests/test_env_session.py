@@ -14,9 +14,9 @@ import pytest
 from env_fakes import FakeSandbox
 
 from isg_gym.envs import ISGEnv, materialize
-from isg_gym.envs.env import replay_program
 from isg_gym.repository import Repository
 from isg_gym.tools.sandbox import bwrap_available
+from isg_gym.tools.sandbox.replay import replay_program
 
 QID = "118.univariate_statistic.3"
 SEED = 118

@@ -20,6 +20,7 @@ from isg_gym.qa.sampling import DEFAULT_UNANSWERABLE_RATIO, parse_question_id
 from isg_gym.repository import Repository
 from isg_gym.rewards import RewardConfig, extract, grade, reward
 from isg_gym.tools.filesystem import ToolError, list_directory, read_text_file
+from isg_gym.tools.sandbox.replay import replay_program
 from isg_gym.tools.schemas import (
     FINAL_ANSWER,
     LIST_DIRECTORY,
@@ -82,32 +83,6 @@ def _cap(text: str, limit: int, what: str = "output") -> str:
     if len(text) <= limit:
         return text
     return text[:limit] + f"\n[{what} truncated: {len(text) - limit} more characters not shown]"
-
-
-# Replays a persistent session's earlier cells in the new call's namespace, output discarded.
-# It is sent as the first line of the program (one line, so the new cell keeps its trailing
-# expression and is off by exactly one line in tracebacks).
-_REPLAY = """\
-def __isg_replay__(cells, namespace):
-    import contextlib, io, sys
-    for number, source in enumerate(cells, 1):
-        sink = io.StringIO()
-        try:
-            with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
-                exec(compile(source, f"<earlier cell {number}>", "exec"), namespace)
-        except BaseException as exc:
-            print(f"[persistent session] replaying earlier cell {number} failed: "
-                  f"{type(exc).__name__}: {exc}", file=sys.stderr)
-"""
-
-
-def replay_program(history: Sequence[str], code: str) -> str:
-    """The program run for ``code`` in a persistent session: one line that re-executes the
-    earlier cells ``history`` (stdout/stderr discarded), then ``code`` unchanged."""
-    if not history:
-        return code
-    head = f"exec({_REPLAY!r}); __isg_replay__({list(history)!r}, globals()); del __isg_replay__"
-    return f"{head}\n{code}"
 
 
 class ISGEnv(gym.Env[str, Any]):

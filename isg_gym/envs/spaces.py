@@ -29,8 +29,9 @@ class UnicodeText(Text):
 
     def sample(self, mask: Any = None, probability: Any = None) -> str:
         """Random printable ASCII text (masks are not supported)."""
-        length = int(self.np_random.integers(self.min_length, min(self.max_length, 64) + 1))
-        chars = self.np_random.choice(list(_SAMPLE_ALPHABET), size=length)
+        rng = self.np_random  # the space's own seeded generator (Space.seed)
+        length = int(rng.integers(self.min_length, min(self.max_length, 64) + 1))
+        chars = rng.choice(list(_SAMPLE_ALPHABET), size=length)
         return "".join(chars)
 
     def __eq__(self, other: object) -> bool:
