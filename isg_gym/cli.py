@@ -1,4 +1,4 @@
-"""The ``isg`` command: inspect, print and materialise simulated repositories."""
+"""The ``isg`` command: inspect, print and materialise simulated repositories; evaluate models."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import sys
 import textwrap
 from collections.abc import Sequence
 
+from isg_gym.eval.cli import EvalCliError
 from isg_gym.repository import Repository, RepositoryPathError
 from isg_gym.repository.repository import stderr_progress
 from isg_gym.simulator.procedural import build_spec
@@ -200,6 +201,10 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("spec", help="the Spec as JSON")
     s.add_argument("seed", type=_seed, metavar="SEED", help=seed_help)
     s.set_defaults(run=cmd_spec)
+
+    from isg_gym.eval.cli import add_commands
+
+    add_commands(sub)
     return p
 
 
@@ -209,7 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.run(args)
     except BrokenPipeError:
         return 0
-    except (CliError, RepositoryPathError, OSError) as err:
+    except (CliError, EvalCliError, RepositoryPathError, OSError) as err:
         print(f"isg {args.command}: error: {err}", file=sys.stderr)
         return 2
     return 0

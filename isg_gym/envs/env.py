@@ -19,7 +19,7 @@ from isg_gym.qa import QUESTION_TYPES, Question, format_answer, question_at, que
 from isg_gym.qa.sampling import DEFAULT_UNANSWERABLE_RATIO, parse_question_id
 from isg_gym.repository import Repository
 from isg_gym.rewards import RewardConfig, extract, grade, reward
-from isg_gym.tools.filesystem import ToolError, list_directory, read_text_file
+from isg_gym.tools.filesystem import ToolError, list_directory, read_text_file, resolve
 from isg_gym.tools.sandbox.replay import replay_program
 from isg_gym.tools.schemas import (
     FINAL_ANSWER,
@@ -127,6 +127,16 @@ class ISGEnv(gym.Env[str, Any]):
     ``outcome``: ``correct``, ``wrong``, ``abstained`` (answered "not possible" to an
     answerable question), ``format_error`` (no answer could be extracted) or ``truncated``;
     and ``score``: value, parsed answer, correct, abstained, explanation, components.
+
+    ## Info
+
+    ``reset``: ``question_id``, ``repository``, ``type``, ``family``, ``tools`` (OpenAI schemas)
+    and ``prompt`` (the first observation split into ``system`` and ``user`` text, for chat
+    APIs). ``step`` adds ``tool_calls`` (names), ``tool_results`` (one dict per parsed call:
+    name, arguments, output text, error flag; answer one tool message per call with them),
+    ``parse_error`` (why the action, or one of its calls, could not be used; else None) and
+    ``files_read`` (repository files the step's tools read: ``read_text_file`` paths and the
+    files ``run_python_code`` opened).
 
     ## Arguments
 
@@ -243,6 +253,7 @@ class ISGEnv(gym.Env[str, Any]):
         self._steps = 0
         self._done = False
         self._transcript: list[tuple[str, str]] = []
+        self._files_read: list[str] = []  # repository files the current step's tools read
         self._closed = False
 
     def __getstate__(self) -> dict[str, Any]:
@@ -341,10 +352,16 @@ class ISGEnv(gym.Env[str, Any]):
                     return question
         raise ValueError(f"no question of types {types} found (options {options})")
 
-    def _first_observation(self) -> str:
+    def _prompt(self) -> dict[str, str]:
         assert self._question is not None
-        system = SYSTEM_PROMPT.format(tools=describe_tools(), max_steps=self.max_steps)
-        return f"{system}\n\nQuestion: {self._question.text}\n\n{self.answer_instructions}"
+        return {
+            "system": SYSTEM_PROMPT.format(tools=describe_tools(), max_steps=self.max_steps),
+            "user": f"Question: {self._question.text}\n\n{self.answer_instructions}",
+        }
+
+    def _first_observation(self) -> str:
+        prompt = self._prompt()
+        return f"{prompt['system']}\n\n{prompt['user']}"
 
     def _info(self, first: bool = False) -> dict[str, Any]:
         q = self._question
@@ -358,6 +375,7 @@ class ISGEnv(gym.Env[str, Any]):
         }
         if first:
             info["tools"] = tool_schemas()
+            info["prompt"] = self._prompt()
         if self.privileged_info:
             info["answer"] = format_answer(q)
             info["answerable"] = q.answerable
@@ -379,6 +397,8 @@ class ISGEnv(gym.Env[str, Any]):
         self._transcript.append(("assistant", _describe_action(action)))
         parsed = parse_action(action)
         parts: list[str] = []
+        results: list[dict[str, Any]] = []
+        self._files_read = []
         final: tuple[str, bool] | None = None  # (answer text, via an answer-only message)
         if parsed.error is not None:
             parts.append(f"[error] {parsed.error}")
@@ -390,12 +410,21 @@ class ISGEnv(gym.Env[str, Any]):
                     answer = self._final_answer_text(call)
                     if isinstance(answer, str):
                         final = (answer, False)
+                        results.append(_call_result(call, "", error=False))
                         break
                     parts.append(answer[0])
+                    results.append(_call_result(call, answer[0], error=True))
                     continue
-                parts.append(self._run_call(call))
+                output, failed = self._run_call(call)
+                parts.append(output)
+                results.append(_call_result(call, output, error=failed))
         info = self._info()
         info["tool_calls"] = [c.name for c in parsed.calls if c.name]
+        info["tool_results"] = results
+        info["parse_error"] = parsed.error or next(
+            (c.error for c in parsed.calls if c.error is not None), None
+        )
+        info["files_read"] = sorted(set(self._files_read))
         if final is not None:
             observation, value, score = self._finish(final[0])
             if parts:
@@ -461,10 +490,11 @@ class ISGEnv(gym.Env[str, Any]):
         observation = f"[{FINAL_ANSWER}] answer received; the episode is over."
         return observation, float(total), info
 
-    def _run_call(self, call: ParsedCall) -> str:
+    def _run_call(self, call: ParsedCall) -> tuple[str, bool]:
+        """The call's observation text, and whether it failed."""
         name = call.name or "tool_call"
         if call.error is not None:
-            return f"[{name}] error: {call.error}"
+            return f"[{name}] error: {call.error}", True
         try:
             match call.name:
                 case "list_directory":
@@ -479,8 +509,8 @@ class ISGEnv(gym.Env[str, Any]):
                         f"{RUN_PYTHON_CODE}, {FINAL_ANSWER}"
                     )
         except ToolError as exc:
-            return f"[{name}] error: {_cap(str(exc), 2000)}"
-        return f"[{name}]\n{_cap(out, self.max_output_chars)}"
+            return f"[{name}] error: {_cap(str(exc), 2000)}", True
+        return f"[{name}]\n{_cap(out, self.max_output_chars)}", False
 
     def _list_directory(self, args: dict[str, Any]) -> str:
         _check_args(args, ("path", "depth", "pattern"), ())
@@ -500,7 +530,9 @@ class ISGEnv(gym.Env[str, Any]):
         head = _as_int(args.get("head"), "head")
         tail = _as_int(args.get("tail"), "tail")
         assert self._repo is not None
-        return read_text_file(self._repo, path, head, tail, self.max_output_chars)
+        text = read_text_file(self._repo, path, head, tail, self.max_output_chars)
+        self._files_read.append(resolve(self._repo, path))
+        return text
 
     def _run_python_code(self, args: dict[str, Any]) -> str:
         _check_args(args, ("code",), ("code",))
@@ -526,6 +558,7 @@ class ISGEnv(gym.Env[str, Any]):
             raise ToolError(f"the sandbox failed: {type(exc).__name__}: {exc}") from None
         if persistent and _succeeded(result):
             self._cells.append(code)
+        self._files_read.extend(getattr(result, "files_read", ()) or ())
         return self._format_exec(result)
 
     def _format_exec(self, result: Any) -> str:
@@ -595,6 +628,11 @@ class ISGEnv(gym.Env[str, Any]):
         if hasattr(self, "_leases"):
             self._leases.release_all()
         self._closed = True
+
+
+def _call_result(call: ParsedCall, output: str, *, error: bool) -> dict[str, Any]:
+    """One entry of ``info["tool_results"]``: the call, its observation text, whether it failed."""
+    return {"name": call.name, "arguments": call.arguments, "output": output, "error": error}
 
 
 def _succeeded(result: Any) -> bool:

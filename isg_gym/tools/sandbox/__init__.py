@@ -118,6 +118,7 @@ class ExecResult:
     timed_out: bool
     killed: bool
     duration_s: float
+    files_read: tuple[str, ...] = ()  # repository files the cell opened (relative paths)
 
     @property
     def ok(self) -> bool:
@@ -202,6 +203,7 @@ class Sandbox:
                 timed_out=bool(reply["timed_out"]),
                 killed=bool(reply["killed"]),
                 duration_s=float(reply["duration_s"]),
+                files_read=tuple(reply.get("files_read") or ()),
             )
 
     @property

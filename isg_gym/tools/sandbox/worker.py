@@ -36,6 +36,7 @@ from typing import Any
 CELL = "<cell>"
 FLOOD_FACTOR = 50  # kill the child once a stream exceeds this many times the output cap
 RESULT_FD = 3
+MAX_TRACKED_FILES = 1000  # repository files a cell opened, reported back (for evaluation)
 
 # --- seccomp -------------------------------------------------------------------------------
 
@@ -290,6 +291,7 @@ def run_cell(code: str, value_cap: int) -> dict[str, Any]:
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = ast.Expression(tree.body.pop().value)
     namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
+    opened = track_opened_files(os.getcwd())
     try:
         exec(compile(tree, CELL, "exec"), namespace)
         value = None
@@ -299,13 +301,41 @@ def run_cell(code: str, value_cap: int) -> dict[str, Any]:
                 value = repr(result)
                 if len(value) > value_cap:
                     value = value[:value_cap] + f"... [repr truncated, {len(value)} chars]"
-        return {"value": value, "error": None}
+        return {"value": value, "error": None, "files_read": sorted(opened)}
     except BaseException as exc:
         te = traceback.TracebackException.from_exception(exc)
         _strip(te)
         sys.stderr.write("".join(te.format()))
         short = "".join(te.format_exception_only()).strip().splitlines()
-        return {"value": None, "error": short[-1][:500] if short else type(exc).__name__}
+        error = short[-1][:500] if short else type(exc).__name__
+        return {"value": None, "error": error, "files_read": sorted(opened)}
+
+
+def track_opened_files(root: str) -> set[str]:
+    """Record the files under ``root`` that the cell opens, as paths relative to ``root``.
+
+    An audit hook on the ``open`` event (builtins.open, io.open, and everything built on them:
+    pandas, numpy, openpyxl, json). It is a measurement for evaluation (which files the agent
+    actually read), not a security boundary. The set is capped at :data:`MAX_TRACKED_FILES`.
+    """
+    opened: set[str] = set()
+    prefix = os.path.join(root, "")
+
+    def hook(event: str, args: tuple[Any, ...]) -> None:
+        if event != "open" or len(opened) >= MAX_TRACKED_FILES:
+            return
+        try:
+            path = args[0]
+            if isinstance(path, int):
+                return
+            path = os.path.abspath(os.fsdecode(path))
+            if path.startswith(prefix):
+                opened.add(path[len(prefix) :])
+        except Exception:
+            return
+
+    sys.addaudithook(hook)
+    return opened
 
 
 def child_main(
@@ -505,10 +535,17 @@ def run_call(code: str, cfg: dict[str, Any], scratch: str, baseline_as: int) -> 
         "stderr": _capped(bufs[err_r], totals[err_r], cap),
         "value": result.get("value"),
         "error": result.get("error"),
+        "files_read": _str_list(result.get("files_read")),
         "timed_out": timed_out,
         "killed": killed or timed_out or flooded,
         "duration_s": duration,
     }
+
+
+def _str_list(value: Any) -> list[str]:
+    if not isinstance(value, list):
+        return []
+    return [v for v in value[:MAX_TRACKED_FILES] if isinstance(v, str)]
 
 
 def _probe_seccomp() -> str | None:

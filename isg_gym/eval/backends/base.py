@@ -1,0 +1,47 @@
+"""The model-backend interface: a batch of chat conversations in, one completion each out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+Message = dict[str, Any]  # an OpenAI chat message: role, content, tool_calls, tool_call_id
+
+
+@dataclass
+class Completion:
+    """One assistant turn.
+
+    ``tool_calls`` are in the OpenAI shape (``{"id", "type": "function", "function": {"name",
+    "arguments": "<json>"}}``) when the backend returns structured calls; a backend that only
+    returns text leaves them empty and the env parses Hermes ``<tool_call>`` blocks from
+    ``text``. ``error`` is set when the backend failed for good (after its retries); the
+    episode then ends with outcome ``backend_error``.
+    """
+
+    text: str = ""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    finish_reason: str | None = None
+    error: str | None = None
+
+
+@runtime_checkable
+class ChatBackend(Protocol):
+    """A chat model. ``complete`` answers every conversation of the batch (same order).
+
+    ``tools`` are the env's OpenAI tool schemas; a backend without native tool calling may
+    ignore them (the system prompt already describes the tools and the Hermes call format).
+    Implementations must not raise for a failed request: they return a :class:`Completion`
+    with ``error`` set.
+    """
+
+    name: str
+    model: str
+
+    def complete(
+        self, conversations: list[list[Message]], tools: list[dict[str, Any]]
+    ) -> list[Completion]: ...
+
+    def close(self) -> None: ...

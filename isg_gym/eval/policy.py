@@ -1,0 +1,202 @@
+"""Policies: what plays an episode. Step policies act on a batch of live episodes at once
+(chat models, scripted baselines); episode policies drive one env to the end themselves
+(smolagents agents).
+
+Every policy keeps the episode's transcript in :attr:`EpisodeState.messages`, in the OpenAI chat
+shape, whether or not a chat model is involved: system and user prompt, then assistant turns
+(``content`` and ``tool_calls``) answered by one ``tool`` message per structured call, or by a
+``user`` message with the env's observation when the calls were parsed from text.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any
+
+from isg_gym.eval.backends.base import ChatBackend, Completion, Message
+
+
+@dataclass
+class StepLog:
+    """What one ``env.step`` did, as the evaluation records it."""
+
+    tool_results: list[dict[str, Any]]
+    parse_error: str | None
+    files_read: list[str]
+    reward: float
+    terminated: bool
+    truncated: bool
+    info: dict[str, Any]
+
+
+@dataclass
+class EpisodeState:
+    """One live episode: its env, the reset info a policy may read (the public part, or all of
+    it for ``privileged`` policies), the answer key kept for the record, the transcript, token
+    counts and the log of env steps. ``memory`` is the policy's own."""
+
+    index: int
+    question_id: str
+    env: Any
+    observation: str
+    info: dict[str, Any]
+    gold: dict[str, Any] = field(default_factory=dict)  # the answer key: for the record only
+    messages: list[Message] = field(default_factory=list)
+    steps: list[StepLog] = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    model_calls: int = 0
+    error: str | None = None  # a backend or policy failure that ended the episode
+    started: float = field(default_factory=time.perf_counter)
+    memory: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def done(self) -> bool:
+        return self.error is not None or bool(
+            self.steps and (self.steps[-1].terminated or self.steps[-1].truncated)
+        )
+
+    @property
+    def final_info(self) -> dict[str, Any]:
+        return self.steps[-1].info if self.steps else {}
+
+    def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """``env.step(action)``, logged."""
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        self.observation = observation
+        self.steps.append(
+            StepLog(
+                tool_results=list(info.get("tool_results", [])),
+                parse_error=info.get("parse_error"),
+                files_read=list(info.get("files_read", [])),
+                reward=float(reward),
+                terminated=bool(terminated),
+                truncated=bool(truncated),
+                info=info,
+            )
+        )
+        return observation, reward, terminated, truncated, info
+
+
+@dataclass
+class Turn:
+    """A policy's move in one episode: the action for ``env.step`` (assistant text, or a list of
+    tool-call dicts), or ``error`` to end the episode without an answer."""
+
+    action: Any = None
+    error: str | None = None
+
+
+class Policy:
+    """Base of all policies. ``privileged`` says whether the policy reads the gold-side info
+    (``params``, ``sig_figs``); only scripted baselines such as the oracle may."""
+
+    name: str = "policy"
+    model: str = ""
+    privileged: bool = False
+
+    def begin(self, episode: EpisodeState) -> None:
+        """Start an episode: the transcript opens with the env's system and user prompt."""
+        prompt = episode.info.get("prompt") or {"system": "", "user": episode.observation}
+        episode.messages = [
+            {"role": "system", "content": prompt["system"]},
+            {"role": "user", "content": prompt["user"]},
+        ]
+
+    def close(self) -> None:
+        """Release the policy's resources (model, connections)."""
+
+
+class StepPolicy(Policy, ABC):
+    """Acts on every live episode once per round (one batched model call per round)."""
+
+    @abstractmethod
+    def act(self, episodes: list[EpisodeState]) -> list[Turn]:
+        """One turn per episode, same order."""
+
+    def observe(self, episode: EpisodeState, observation: str, info: dict[str, Any]) -> None:
+        """Append the env's answer to the transcript (tool messages or a user message)."""
+        last = episode.messages[-1] if episode.messages else {}
+        calls = last.get("tool_calls") if last.get("role") == "assistant" else None
+        if not calls:
+            episode.messages.append({"role": "user", "content": observation})
+            return
+        results = info.get("tool_results", [])
+        for i, call in enumerate(calls):
+            content = results[i]["output"] if i < len(results) else "[not executed]"
+            if i == 0 and info.get("parse_error") and not results:
+                content = observation
+            episode.messages.append(
+                {"role": "tool", "tool_call_id": call.get("id", f"call_{i}"), "content": content}
+            )
+
+
+class EpisodePolicy(Policy, ABC):
+    """Plays a whole episode itself through :meth:`EpisodeState.step` (one thread each)."""
+
+    @abstractmethod
+    def play(self, episode: EpisodeState) -> None:
+        """Drive the episode until the env ends it (or set ``episode.error``)."""
+
+
+def calls_message(calls: list[dict[str, Any]], step: int, text: str = "") -> Message:
+    """An assistant message carrying ``{"name", "arguments"}`` calls in the OpenAI shape."""
+    tool_calls = [
+        {
+            "id": f"call_{step}_{i}",
+            "type": "function",
+            "function": {"name": c["name"], "arguments": json.dumps(c.get("arguments", {}))},
+        }
+        for i, c in enumerate(calls)
+    ]
+    return {"role": "assistant", "content": text or None, "tool_calls": tool_calls}
+
+
+class ChatPolicy(StepPolicy):
+    """A chat model behind a :class:`ChatBackend`: every round sends the transcripts of all live
+    episodes as one batch and turns each completion into an action.
+
+    With ``native_tools`` the env's tool schemas go to the backend and structured tool calls
+    come back; otherwise (small local models) the model writes Hermes ``<tool_call>`` blocks as
+    text, which the env parses.
+    """
+
+    def __init__(self, backend: ChatBackend, native_tools: bool = True) -> None:
+        self.backend = backend
+        self.native_tools = native_tools
+        self.name = backend.name
+        self.model = backend.model
+
+    def act(self, episodes: list[EpisodeState]) -> list[Turn]:
+        if not episodes:
+            return []
+        tools = episodes[0].info.get("tools", []) if self.native_tools else []
+        completions = self.backend.complete([ep.messages for ep in episodes], tools)
+        if len(completions) != len(episodes):
+            raise RuntimeError(
+                f"backend {self.name!r} returned {len(completions)} completions for "
+                f"{len(episodes)} conversations"
+            )
+        return [self._turn(ep, c) for ep, c in zip(episodes, completions, strict=True)]
+
+    @staticmethod
+    def _turn(episode: EpisodeState, completion: Completion) -> Turn:
+        episode.model_calls += 1
+        episode.prompt_tokens += completion.prompt_tokens
+        episode.completion_tokens += completion.completion_tokens
+        if completion.error is not None:
+            return Turn(error=completion.error)
+        message: Message = {"role": "assistant", "content": completion.text or None}
+        if completion.tool_calls:
+            message["tool_calls"] = completion.tool_calls
+            episode.messages.append(message)
+            return Turn(action=completion.tool_calls)
+        message["content"] = completion.text
+        episode.messages.append(message)
+        return Turn(action=completion.text)
+
+    def close(self) -> None:
+        self.backend.close()

@@ -1,0 +1,235 @@
+"""The rollout runner: many ISG-v0 episodes at once, model calls batched, records as they finish.
+
+:func:`evaluate` keeps ``concurrency`` environments busy. A :class:`~isg_gym.eval.policy.StepPolicy`
+is asked for one turn of every live episode per round (one batched model call: a single
+``vllm.LLM.chat``, or ``concurrency`` parallel API requests); the envs then step in parallel
+threads (tool calls wait on the sandbox, not on the GIL), finished episodes are written to
+``episodes.jsonl`` and their slots take the next question. An
+:class:`~isg_gym.eval.policy.EpisodePolicy` (smolagents) plays each episode to the end in its own
+thread instead.
+
+Envs run with ``privileged_info=True`` so that records carry the gold answer and the evidence
+files; a policy only sees ``info`` if it is marked ``privileged`` (scripted baselines), a chat
+model only ever sees the prompt and the observations.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import queue
+import sys
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from isg_gym.envs.env import ISGEnv
+from isg_gym.eval.policy import EpisodePolicy, EpisodeState, Policy, StepPolicy, Turn
+from isg_gym.eval.records import RECORDS_FILE, RecordWriter, build_record, read_records
+from isg_gym.eval.splits import resolve_split
+
+RUN_FILE = "run.json"
+PUBLIC_INFO = ("question_id", "repository", "type", "family", "step", "tools", "prompt")
+_RESUME_KEYS = ("backend", "model", "split", "env_kwargs")
+
+
+def evaluate(
+    policy: Policy,
+    split: str | Sequence[str],
+    out_dir: str | Path,
+    *,
+    episodes: int | None = None,
+    concurrency: int = 4,
+    resume: bool = False,
+    env_kwargs: dict[str, Any] | None = None,
+    progress: bool = False,
+    report: bool = True,
+    run_info: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Play the questions of ``split`` (the first ``episodes`` of them) and write the results.
+
+    ``out_dir`` receives ``episodes.jsonl`` (one record per episode, appended as each finishes),
+    ``run.json`` (what was run) and, with ``report``, ``summary.json``, ``summary.md`` and
+    ``plots/``. With ``resume`` the questions already recorded are skipped (an interrupted run
+    continues where it stopped); without it an existing non-empty record file is an error.
+    Returns the summary (or ``{"n": ...}`` when ``report`` is False).
+    """
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+    questions = resolve_split(split)
+    if episodes is not None:
+        if episodes < 1:
+            raise ValueError(f"episodes must be >= 1, got {episodes}")
+        questions = questions[:episodes]
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    env_kwargs = dict(env_kwargs or {})
+    run = {
+        "backend": policy.name,
+        "model": policy.model,
+        "split": split if isinstance(split, str) else "custom",
+        "episodes": len(questions),
+        "concurrency": concurrency,
+        "env_kwargs": env_kwargs,
+        **(run_info or {}),
+    }
+    done = _prepare(out, run, resume)
+    todo = [(i, q) for i, q in enumerate(questions) if (i, q) not in done]
+    with RecordWriter(out / RECORDS_FILE) as writer, _Progress(progress, len(questions)) as bar:
+        bar.add(len(done), sum(r.get("correct", False) for r in read_records(out / RECORDS_FILE)))
+
+        def finish(episode: EpisodeState) -> None:
+            record = build_record(episode)
+            writer.write(record)
+            bar.add(1, record["correct"])
+
+        if todo:
+            envs = [_make_env(env_kwargs) for _ in range(min(concurrency, len(todo)))]
+            try:
+                if isinstance(policy, EpisodePolicy):
+                    _run_episodes(policy, todo, envs, finish)
+                elif isinstance(policy, StepPolicy):
+                    _run_steps(policy, todo, envs, finish)
+                else:
+                    raise TypeError(f"{type(policy).__name__} is neither a StepPolicy nor an "
+                                    "EpisodePolicy")  # fmt: skip
+            finally:
+                for env in envs:
+                    env.close()
+    if not report:
+        return {"n": len(read_records(out / RECORDS_FILE))}
+    from isg_gym.eval.report import write_report
+
+    return write_report(out)
+
+
+def _prepare(out: Path, run: dict[str, Any], resume: bool) -> set[tuple[int, str]]:
+    """Check ``run.json`` against an earlier run, write it; the (index, id) pairs done."""
+    records = read_records(out / RECORDS_FILE)
+    run_file = out / RUN_FILE
+    if records and not resume:
+        raise FileExistsError(
+            f"{out / RECORDS_FILE} already has {len(records)} episodes; pass resume=True "
+            "(--resume) to continue that run, or choose another output directory"
+        )
+    if records and run_file.exists():
+        before = json.loads(run_file.read_text(encoding="utf-8"))
+        changed = [k for k in _RESUME_KEYS if before.get(k) != run.get(k)]
+        if changed:
+            raise ValueError(
+                f"cannot resume {out}: {', '.join(changed)} differ from the earlier run "
+                f"({ {k: before.get(k) for k in changed} } vs { {k: run.get(k) for k in changed} })"
+            )
+        run["started"] = before.get("started")
+    run.setdefault("started", None)
+    run["started"] = run["started"] or dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    run_file.write_text(json.dumps(run, indent=2, sort_keys=True, default=str) + "\n")
+    return {(r["index"], r["question_id"]) for r in records}
+
+
+def _make_env(env_kwargs: dict[str, Any]) -> ISGEnv:
+    return ISGEnv(**{**env_kwargs, "privileged_info": True})
+
+
+def _start(policy: Policy, env: ISGEnv, index: int, question_id: str) -> EpisodeState:
+    observation, info = env.reset(options={"question": question_id})
+    gold = {k: v for k, v in info.items() if k not in PUBLIC_INFO}
+    if not policy.privileged:
+        info = {k: v for k, v in info.items() if k in PUBLIC_INFO}
+    episode = EpisodeState(index, question_id, env, observation, info, gold)
+    policy.begin(episode)
+    return episode
+
+
+def _run_steps(
+    policy: StepPolicy,
+    todo: list[tuple[int, str]],
+    envs: list[ISGEnv],
+    finish: Callable[[EpisodeState], None],
+) -> None:
+    pending = list(reversed(todo))
+    free = list(envs)
+    live: list[EpisodeState] = []
+    with ThreadPoolExecutor(len(envs)) as pool:
+        while pending or live:
+            while pending and free:
+                live.append(_start(policy, free.pop(), *pending.pop()))
+            try:
+                turns = policy.act(live)
+            except Exception as exc:  # a policy bug must not lose the run's records
+                turns = [Turn(error=f"policy failed: {type(exc).__name__}: {exc}")] * len(live)
+            list(pool.map(lambda pair: _apply(policy, *pair), zip(live, turns, strict=True)))
+            for episode in [e for e in live if e.done]:
+                live.remove(episode)
+                finish(episode)
+                free.append(episode.env)
+
+
+def _apply(policy: StepPolicy, episode: EpisodeState, turn: Turn) -> None:
+    if turn.error is not None:
+        episode.error = turn.error
+        return
+    observation, _, _, _, info = episode.step(turn.action)
+    policy.observe(episode, observation, info)
+
+
+def _run_episodes(
+    policy: EpisodePolicy,
+    todo: list[tuple[int, str]],
+    envs: list[ISGEnv],
+    finish: Callable[[EpisodeState], None],
+) -> None:
+    free: queue.SimpleQueue[ISGEnv] = queue.SimpleQueue()
+    for env in envs:
+        free.put(env)
+
+    def play(index: int, question_id: str) -> EpisodeState:
+        env = free.get()
+        try:
+            episode = _start(policy, env, index, question_id)
+            try:
+                policy.play(episode)
+            except Exception as exc:
+                episode.error = f"policy failed: {type(exc).__name__}: {exc}"
+            return episode
+        finally:
+            free.put(env)
+
+    with ThreadPoolExecutor(len(envs)) as pool:
+        futures = [pool.submit(play, i, q) for i, q in todo]
+        for future in futures:
+            finish(future.result())
+
+
+class _Progress:
+    """A tqdm bar with the running accuracy (plain lines when tqdm is missing or disabled)."""
+
+    def __init__(self, enabled: bool, total: int) -> None:
+        self.enabled, self.total, self.n, self.correct = enabled, total, 0, 0
+        self._bar: Any = None
+        if enabled:
+            with contextlib.suppress(ImportError):
+                from tqdm import tqdm
+
+                self._bar = tqdm(total=total, unit="ep", dynamic_ncols=True)
+
+    def add(self, n: int, correct: int) -> None:
+        self.n += n
+        self.correct += int(correct)
+        if not self.enabled or n == 0:
+            return
+        accuracy = self.correct / self.n if self.n else 0.0
+        if self._bar is not None:
+            self._bar.update(n)
+            self._bar.set_postfix(accuracy=f"{accuracy:.3f}")
+        else:
+            print(f"{self.n}/{self.total} episodes, accuracy {accuracy:.3f}", file=sys.stderr)
+
+    def __enter__(self) -> _Progress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.close()
