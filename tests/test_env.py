@@ -309,3 +309,40 @@ def test_spaces():
         assert payload["name"] in TOOL_NAMES
     assert UnicodeText(10).contains("x" * 10) and not UnicodeText(10).contains("x" * 11)
     assert pickle.loads(pickle.dumps(space)) == space
+
+
+def test_step_info_reports_tool_results_parse_errors_and_files_read():
+    env = ISGEnv(privileged_info=True)  # the real bwrap sandbox: files_read comes from inside it
+    try:
+        _, info = env.reset(options={"question": QID})
+        assert info["prompt"]["user"].startswith("Question: ")
+        assert env.reset(options={"question": QID})[0] == "\n\n".join(info["prompt"].values())
+        evidence = info["evidence"]
+        code = (
+            "import pandas as pd, glob\n"
+            f"frames = [pd.read_csv(p) for p in {evidence[:2]!r}]\n"
+            "import os\nopen(os.__file__).close()  # outside the repository: not counted\n"
+            "len(frames)"
+        )
+        _, _, _, _, info = env.step(
+            [
+                {"name": "run_python_code", "arguments": {"code": code}},
+                {"name": "read_text_file", "arguments": {"path": "/data/" + evidence[-1]}},
+                {"name": "list_directory", "arguments": {"path": "/nowhere"}},
+                {"name": "final_answer", "arguments": '{"answer": '},
+            ]
+        )
+        assert info["files_read"] == sorted({*evidence[:2], evidence[-1]})
+        assert [(r["name"], r["error"]) for r in info["tool_results"]] == [
+            ("run_python_code", False),
+            ("read_text_file", False),
+            ("list_directory", True),
+            ("final_answer", True),
+        ]
+        assert f"[value]\n{len(evidence[:2])}" in info["tool_results"][0]["output"]
+        assert "not a JSON object" in info["parse_error"]
+        _, _, _, _, info = env.step("nothing to parse here")
+        assert info["tool_results"] == [] and "no tool call" in info["parse_error"]
+        assert info["files_read"] == []
+    finally:
+        env.close()
