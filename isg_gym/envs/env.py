@@ -169,6 +169,8 @@ class ISGEnv(gym.Env[str, Any]):
     - ``privileged_info``: put the gold answer, answerability, reason, the question's structured
       ``params``, ``sig_figs`` and ``evidence`` files in ``info`` (debugging, analysis, oracles).
     - ``render_mode``: ``"ansi"`` for a text transcript.
+    - ``question_texts``: question id -> text shown instead of the templated question (e.g.
+      accepted paraphrases from ``isg paraphrase``); the answer and grading are unchanged.
 
     ``reset(options=...)`` pins an episode: ``{"repository": 118}``, ``{"question":
     "118.univariate_statistic.3"}``, or ``{"repository": 118, "type": "count_rows"}``.
@@ -198,6 +200,7 @@ class ISGEnv(gym.Env[str, Any]):
         question_configs: Mapping[str, Any] | None = None,
         privileged_info: bool = False,
         render_mode: str | None = None,
+        question_texts: Mapping[str, str] | None = None,
     ) -> None:
         if not 0 <= start_repository <= SEED_LIMIT:
             raise ValueError(f"start_repository must be in [0, {SEED_LIMIT}]")
@@ -235,6 +238,7 @@ class ISGEnv(gym.Env[str, Any]):
         self.question_configs = dict(question_configs) if question_configs else None
         self.privileged_info = bool(privileged_info)
         self.render_mode = render_mode
+        self.question_texts = dict(question_texts or {})
 
         self.observation_space = UnicodeText(OBSERVATION_LIMIT)
         self.action_space = ToolCallText(OBSERVATION_LIMIT)
@@ -356,8 +360,12 @@ class ISGEnv(gym.Env[str, Any]):
         assert self._question is not None
         return {
             "system": SYSTEM_PROMPT.format(tools=describe_tools(), max_steps=self.max_steps),
-            "user": f"Question: {self._question.text}\n\n{self.answer_instructions}",
+            "user": f"Question: {self._question_text()}\n\n{self.answer_instructions}",
         }
+
+    def _question_text(self) -> str:
+        assert self._question is not None
+        return self.question_texts.get(self._question.id, self._question.text)
 
     def _first_observation(self) -> str:
         prompt = self._prompt()

@@ -42,6 +42,10 @@ def add_commands(sub: Any) -> None:
                    help="smolagents agent class (--backend smolagents)")  # fmt: skip
     s.add_argument("--smolagents-model", default="openai", choices=("openai", "vllm"),
                    help="smolagents model class: OpenAIServerModel or VLLMModel")  # fmt: skip
+    s.add_argument("--paraphrases", default=None, metavar="DIR",
+                   help="use the paraphrases `isg paraphrase` cached in DIR")  # fmt: skip
+    s.add_argument("--paraphrase-model", default=None, metavar="NAME",
+                   help="the model whose paraphrases to use (default: --model)")  # fmt: skip
     s.add_argument("--no-progress", action="store_true", help="no progress bar")
     s.set_defaults(run=cmd_eval)
 
@@ -167,6 +171,11 @@ def cmd_eval(args: argparse.Namespace) -> None:
         raise EvalCliError("--concurrency and --episodes must be positive integers")
     if args.max_steps < 1:
         raise EvalCliError("--max-steps must be a positive integer")
+    env_kwargs: dict[str, Any] = {"max_steps": args.max_steps, "sandbox": args.sandbox}
+    if args.paraphrases:
+        env_kwargs["question_texts"] = paraphrased_texts(
+            args.split, args.episodes, args.paraphrases, args.paraphrase_model or args.model
+        )
     policy = make_policy(args)
     try:
         summary = evaluate(
@@ -176,7 +185,7 @@ def cmd_eval(args: argparse.Namespace) -> None:
             episodes=args.episodes,
             concurrency=args.concurrency,
             resume=args.resume,
-            env_kwargs={"max_steps": args.max_steps, "sandbox": args.sandbox},
+            env_kwargs=env_kwargs,
             progress=not args.no_progress,
         )
     except (FileExistsError, ValueError) as exc:
@@ -184,6 +193,21 @@ def cmd_eval(args: argparse.Namespace) -> None:
     finally:
         policy.close()
     print(headline(summary, args.out))
+
+
+def paraphrased_texts(
+    split: str, episodes: int | None, cache_dir: str, model: str
+) -> dict[str, str]:
+    """Question id -> accepted, up-to-date paraphrase, for the questions of the split."""
+    from isg_gym.eval.splits import resolve_split
+    from isg_gym.qa.paraphrase import apply_paraphrases, cache_path
+    from isg_gym.qa.sampling import question_from_id
+
+    if not cache_path(cache_dir, model).exists():
+        raise EvalCliError(f"no paraphrases of model {model!r} in {cache_dir}")
+    questions = [question_from_id(qid) for qid in resolve_split(split)[:episodes]]
+    rewritten = apply_paraphrases(questions, cache_dir, model)
+    return {q.id: r.text for q, r in zip(questions, rewritten, strict=True) if r.text != q.text}
 
 
 def headline(summary: dict[str, Any], out: str | Path) -> str:
