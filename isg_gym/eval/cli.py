@@ -88,6 +88,10 @@ def _model_arguments(s: argparse.ArgumentParser, scripted: bool = True) -> None:
     s.add_argument("--temperature", type=float, default=0.0, help="sampling temperature")
     s.add_argument("--max-tokens", type=int, default=1024, metavar="N",
                    help="completion tokens per model call")  # fmt: skip
+    s.add_argument("--timeout", type=float, default=120.0, metavar="S",
+                   help="seconds per API request attempt (openai)")  # fmt: skip
+    s.add_argument("--max-retries", type=int, default=3, metavar="N",
+                   help="retries with backoff on transient API errors (openai)")  # fmt: skip
     s.add_argument("--text-tools", action="store_true",
                    help="no native tool calls: the model writes <tool_call> text")  # fmt: skip
 
@@ -102,6 +106,8 @@ def make_backend(args: argparse.Namespace, concurrency: int = 8) -> Any:
             base_url=args.base_url,
             api_key_env=args.api_key_env,
             concurrency=concurrency,
+            timeout=args.timeout,
+            max_retries=args.max_retries,
             temperature=args.temperature,
             max_tokens=args.max_tokens,
             native_tools=not args.text_tools,
