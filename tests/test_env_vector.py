@@ -7,6 +7,7 @@ import pytest
 from env_fakes import FakeSandbox
 
 import isg_gym  # noqa: F401  (registers ISG-v0)
+from isg_gym.envs import ISGEnv
 
 
 def _make():
@@ -46,3 +47,20 @@ def test_sync_and_async_agree():
         results.append((tuple(obs), tuple(step[0])))
         envs.close()
     assert results[0] == results[1]
+
+
+def test_vector_infos_stack_when_episodes_of_different_types_end_together():
+    """Score fields must keep one type across envs (an int answer and a text answer)."""
+    ids = ["1001.count_rows.0", "1002.file_extension.1"]
+    envs = gym.vector.SyncVectorEnv(
+        [lambda: ISGEnv(sandbox=FakeSandbox(), privileged_info=True) for _ in ids]
+    )
+    try:
+        for env, qid in zip(envs.envs, ids, strict=True):
+            env.reset(options={"question": qid})
+        answers = ['{"answer": 127}', '{"answer": "log"}']
+        _, _, terminated, _, info = envs.step(answers)
+        assert terminated.all() and list(info["score"]["parsed"]) == ["127", "log"]
+        assert list(info["question_id"]) == ids
+    finally:
+        envs.close()

@@ -126,7 +126,8 @@ class ISGEnv(gym.Env[str, Any]):
     Truncated after ``max_steps`` steps without one. The last step's ``info`` has
     ``outcome``: ``correct``, ``wrong``, ``abstained`` (answered "not possible" to an
     answerable question), ``format_error`` (no answer could be extracted) or ``truncated``;
-    and ``score``: value, parsed answer, correct, abstained, explanation, components.
+    and ``score``: value, parsed answer (as text, so that vector envs can stack it), correct,
+    abstained, explanation, components.
 
     ## Info
 
@@ -167,7 +168,8 @@ class ISGEnv(gym.Env[str, Any]):
       :data:`isg_gym.dataset.ANSWER_INSTRUCTIONS`).
     - ``question_configs``: per-type ``Config`` instances.
     - ``privileged_info``: put the gold answer, answerability, reason, the question's structured
-      ``params``, ``sig_figs`` and ``evidence`` files in ``info`` (debugging, analysis, oracles).
+      ``params``, ``sig_figs`` (0 when the answer is not a float) and ``evidence`` files in
+      ``info`` (debugging, analysis, oracles).
     - ``render_mode``: ``"ansi"`` for a text transcript.
     - ``question_texts``: question id -> text shown instead of the templated question (e.g.
       accepted paraphrases from ``isg paraphrase``); the answer and grading are unchanged.
@@ -389,7 +391,7 @@ class ISGEnv(gym.Env[str, Any]):
             info["answerable"] = q.answerable
             info["reason"] = q.reason
             info["params"] = q.params
-            info["sig_figs"] = q.sig_figs
+            info["sig_figs"] = q.sig_figs or 0  # 0: not a float answer (ints stack in vectors)
             info["evidence"] = list(q.evidence)
         return info
 
@@ -487,7 +489,7 @@ class ISGEnv(gym.Env[str, Any]):
             "outcome": outcome,
             "score": {
                 "value": score.value,
-                "parsed": score.parsed,
+                "parsed": None if score.parsed is None else str(score.parsed),
                 "correct": score.correct,
                 "abstained": score.abstained,
                 "explanation": score.explanation,

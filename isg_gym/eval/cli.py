@@ -182,7 +182,10 @@ def cmd_eval(args: argparse.Namespace) -> None:
         env_kwargs["question_texts"] = paraphrased_texts(
             args.split, args.episodes, args.paraphrases, args.paraphrase_model or args.model
         )
-    policy = make_policy(args)
+    try:
+        policy = make_policy(args)
+    except (ImportError, ValueError) as exc:
+        raise EvalCliError(str(exc)) from None
     try:
         summary = evaluate(
             policy,
@@ -217,15 +220,10 @@ def paraphrased_texts(
 
 
 def headline(summary: dict[str, Any], out: str | Path) -> str:
-    """One line: accuracy with its interval, n, and where the report is."""
-    acc = summary.get("accuracy")
-    if not summary.get("n"):
-        return f"no episodes; report in {Path(out) / 'summary.md'}"
-    low, high = summary.get("accuracy_ci", (None, None))
-    interval = f" (95% CI {low:.1%}-{high:.1%})" if low is not None else ""
-    return f"accuracy {acc:.1%}{interval} over {summary['n']} episodes; report in " + str(
-        Path(out) / "summary.md"
-    )
+    """The accuracy line of the summary and where the report is."""
+    from isg_gym.eval.report import accuracy_line
+
+    return f"{accuracy_line(summary)}; report in {Path(out) / 'summary.md'}"
 
 
 def cmd_report(args: argparse.Namespace) -> None:
@@ -245,9 +243,12 @@ def cmd_paraphrase(args: argparse.Namespace) -> None:
     from isg_gym.qa.paraphrase import paraphrase_questions
     from isg_gym.qa.sampling import question_from_id
 
-    ids = resolve_split(args.split)[: args.episodes]
+    try:
+        ids = resolve_split(args.split)[: args.episodes]
+        backend = make_backend(args)
+    except (ImportError, ValueError) as exc:
+        raise EvalCliError(str(exc)) from None
     questions = [question_from_id(qid) for qid in ids]
-    backend = make_backend(args)
     try:
         results = paraphrase_questions(
             questions, backend, cache_dir=Path(args.cache), attempts=args.attempts

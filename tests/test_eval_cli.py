@@ -1,0 +1,116 @@
+"""``isg eval`` and ``isg report`` end to end: a scripted OpenAI-compatible server, real envs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_openai_server import ScriptedChatServer, by_conversation
+
+from isg_gym.cli import main
+from isg_gym.eval.records import read_records
+from isg_gym.eval.report import PLOT_FILES
+
+pytest.importorskip("openai")
+
+
+def _explore_then_abstain(question: str, turn: int, body: dict[str, Any]) -> dict[str, Any]:
+    if turn == 0:
+        return {"tool_calls": [{"name": "list_directory", "arguments": {"path": "/"}}]}
+    return {"content": '{"answer": "not possible"}'}
+
+
+def _eval(out: Path, url: str, *extra: str) -> list[str]:
+    return ["eval", "--backend", "openai", "--model", "scripted", "--base-url", url,
+            "--split", "repos:0-4", "--out", str(out), "--concurrency", "2", "--max-steps", "4",
+            "--no-progress", *extra]  # fmt: skip
+
+
+def test_eval_writes_records_summary_and_plots_then_resumes(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "run"
+    with ScriptedChatServer(by_conversation(_explore_then_abstain)) as server:
+        assert main(_eval(out, server.url)) == 0
+        assert len(server.requests) == 8  # two turns for each of the four episodes
+        assert "Accuracy:" in capsys.readouterr().out
+        records = read_records(out / "episodes.jsonl")
+        assert len(records) == 4
+        assert all(r["outcome"] in ("correct", "abstained") for r in records)
+        assert all(r["tool_calls"][0]["name"] == "list_directory" for r in records)
+        summary = json.loads((out / "summary.json").read_text())
+        unanswerable = sum(r["answerable"] is False for r in records)
+        assert summary["n"] == 4 and summary["correct"] == unanswerable
+        assert "Accuracy:" in (out / "summary.md").read_text()
+        for name in PLOT_FILES:
+            assert (out / "plots" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+        assert main(_eval(out, server.url)) == 2  # refuses to mix runs without --resume
+        assert "--resume" in capsys.readouterr().err
+        assert main(_eval(out, server.url, "--resume")) == 0
+        assert len(server.requests) == 8  # nothing left to ask
+        assert len(read_records(out / "episodes.jsonl")) == 4
+
+
+def test_report_rebuilds_and_ranks_runs(tmp_path: Path, capsys) -> None:
+    def answer_seven(question: str, turn: int, body: dict[str, Any]) -> dict[str, Any]:
+        return {"content": '{"answer": "7"}'}
+
+    with ScriptedChatServer(by_conversation(_explore_then_abstain)) as server:
+        assert main(_eval(tmp_path / "abstainer", server.url)) == 0
+    with ScriptedChatServer(by_conversation(answer_seven)) as server:
+        assert main(_eval(tmp_path / "sevens", server.url)) == 0
+    (tmp_path / "abstainer" / "summary.json").unlink()
+    capsys.readouterr()
+    board = tmp_path / "board" / "leaderboard.md"
+    assert main(["report", str(tmp_path / "sevens"), str(tmp_path / "abstainer"),
+                 "--out", str(board)]) == 0  # fmt: skip
+    printed = capsys.readouterr().out
+    assert printed.index("abstainer") < printed.index("sevens")  # ranked by accuracy
+    assert (tmp_path / "abstainer" / "summary.json").exists()  # rebuilt from episodes.jsonl
+    assert board.read_text() in printed
+    assert (board.parent / "leaderboard.png").exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["eval", "--backend", "scripted", "--model", "genius", "--out", "x"], "oracle"),
+        (
+            [
+                "eval",
+                "--backend",
+                "scripted",
+                "--model",
+                "abstain",
+                "--split",
+                "isg-9",
+                "--out",
+                "{tmp}/x",
+            ],
+            "isg-500",
+        ),
+        (
+            [
+                "eval",
+                "--backend",
+                "openai",
+                "--model",
+                "m",
+                "--base-url",
+                "https://example.com/v1",
+                "--out",
+                "{tmp}/x",
+                "--api-key-env",
+                "ISG_NO_SUCH_KEY",
+            ],
+            "ISG_NO_SUCH_KEY",
+        ),
+        (["report", "{tmp}/nothing"], "episodes.jsonl"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys, argv, needle) -> None:
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1
