@@ -97,25 +97,6 @@ def collect_single(
     return trajectories
 
 
-class VectorSafeInfo(gym.Wrapper):
-    """Keep only the info keys a vector env can stack: Gymnasium stacks each info key across
-    sub-envs into one array, and the env's nested ``score`` dict (``parsed`` is a number in one
-    episode, a string in another) cannot be stacked."""
-
-    KEYS = ("question_id", "type", "outcome")
-
-    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
-        obs, info = self.env.reset(**kwargs)
-        return obs, self._keep(info)
-
-    def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        return obs, reward, terminated, truncated, self._keep(info)
-
-    def _keep(self, info: dict[str, Any]) -> dict[str, Any]:
-        return {k: info[k] for k in self.KEYS if k in info}
-
-
 def _at(info: dict[str, Any], key: str, i: int) -> Any:
     """Sub-env ``i``'s value of ``key`` in a vector env's info dict (None when absent)."""
     if key not in info or not info.get(f"_{key}", np.ones(i + 1, bool))[i]:
@@ -170,9 +151,7 @@ def collect(
             return collect_single(env, policy, episodes, rng, seed)
         finally:
             env.close()
-    envs = gym.vector.SyncVectorEnv(
-        [lambda: VectorSafeInfo(gym.make("ISG-v0", **kwargs))] * num_envs
-    )
+    envs = gym.vector.SyncVectorEnv([lambda: gym.make("ISG-v0", **kwargs)] * num_envs)
     try:
         return collect_vector(envs, policy, episodes, rng, seed)
     finally:
