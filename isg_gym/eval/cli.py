@@ -150,11 +150,14 @@ def _smolagents_model_factory(args: argparse.Namespace) -> Any:
     import os
 
     if args.smolagents_model == "vllm":
+        shared: list[Any] = []  # one in-process vLLM engine for every episode (--concurrency 1)
 
         def vllm_model() -> Any:
-            from smolagents import VLLMModel
+            if not shared:
+                from smolagents import VLLMModel
 
-            return VLLMModel(model_id=args.model)
+                shared.append(VLLMModel(model_id=args.model))
+            return shared[0]
 
         return vllm_model
     key = os.environ.get(args.api_key_env) or ("EMPTY" if args.base_url else None)
@@ -182,6 +185,8 @@ def cmd_eval(args: argparse.Namespace) -> None:
         env_kwargs["question_texts"] = paraphrased_texts(
             args.split, args.episodes, args.paraphrases, args.paraphrase_model or args.model
         )
+    if args.backend == "smolagents" and args.smolagents_model == "vllm" and args.concurrency > 1:
+        raise EvalCliError("--smolagents-model vllm shares one engine: use --concurrency 1")
     try:
         policy = make_policy(args)
     except (ImportError, ValueError) as exc:
