@@ -114,3 +114,22 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys, argv, needle) 
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert needle in err and err.count("\n") == 1
+
+
+def test_eval_smolagents_backend(tmp_path: Path, capsys) -> None:
+    pytest.importorskip("smolagents")
+
+    def reply(question: str, turn: int, body: dict[str, Any]) -> dict[str, Any]:
+        if turn == 0:
+            return {"tool_calls": [{"name": "list_directory", "arguments": {"path": "/"}}]}
+        return {"tool_calls": [{"name": "final_answer", "arguments": {"answer": "not possible"}}]}
+
+    out = tmp_path / "smol"
+    with ScriptedChatServer(by_conversation(reply)) as server:
+        argv = _eval(out, server.url, "--episodes", "2")
+        argv[argv.index("openai")] = "smolagents"
+        assert main(argv) == 0
+    records = read_records(out / "episodes.jsonl")
+    assert [r["outcome"] in ("correct", "abstained") for r in records] == [True, True]
+    assert [c["name"] for c in records[0]["tool_calls"]] == ["list_directory", "final_answer"]
+    assert json.loads((out / "run.json").read_text())["backend"] == "smolagents"
