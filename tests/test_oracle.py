@@ -1,42 +1,38 @@
-"""The scripted oracle (examples/oracle_agent.py) answers every question correctly via the tools."""
+"""The scripted oracle (isg_gym.eval.policies.OraclePolicy) answers every question correctly
+through the tools, played by the evaluation runner."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
+from isg_gym.dataset import make_dataset
+from isg_gym.eval.policies import OraclePolicy
+from isg_gym.eval.records import RECORDS_FILE, read_records
+from isg_gym.eval.runner import evaluate
 from isg_gym.tools.sandbox import bwrap_available
 
-ORACLE = Path(__file__).resolve().parents[1] / "examples" / "oracle_agent.py"
 REPOSITORIES = 40
 PER_REPOSITORY = 5
 
 
-def _load_oracle():
-    spec = importlib.util.spec_from_file_location("oracle_agent", ORACLE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve annotations through sys.modules
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_oracle_is_always_correct() -> None:
-    oracle = _load_oracle()
+def test_oracle_is_always_correct(tmp_path: Path) -> None:
+    ids = [row["id"] for row in make_dataset(range(REPOSITORIES), PER_REPOSITORY)]
+    assert len(ids) == REPOSITORIES * PER_REPOSITORY
     backend = "bwrap" if bwrap_available() is None else "none"  # "none": no isolation, same code
-    args = oracle.Args(
-        episodes=REPOSITORIES * PER_REPOSITORY, per_repository=PER_REPOSITORY, sandbox=backend
-    )
-    episodes = oracle.run(args)
-    assert len(episodes) == REPOSITORIES * PER_REPOSITORY
+    # One env: a sandbox worker serves one repository at a time, and each env restarts its own
+    # worker on every repository change, so more envs mean more restarts on a small machine.
+    evaluate(OraclePolicy(), ids, tmp_path, concurrency=1, report=False,
+             env_kwargs={"sandbox": backend, "max_steps": 10})  # fmt: skip
+    records = read_records(tmp_path / RECORDS_FILE)
+    assert sorted(r["question_id"] for r in records) == sorted(ids)
     failures = [
-        f"{e.question_id} ({e.outcome}): expected {e.expected!r}, gave {e.answer!r}\n"
-        + "\n".join(out[-1500:] for out in e.outputs)
-        for e in episodes
-        if e.outcome != "correct"
+        f"{r['question_id']} ({r['outcome']}): expected {r['gold']!r}, gave {r['answer']!r}\n"
+        + "\n".join(m["content"][-1500:] for m in r["transcript"] if m["role"] == "tool")
+        for r in records
+        if r["outcome"] != "correct"
     ]
     for failure in failures:
         print(failure)
-    assert not failures, f"{len(failures)} of {len(episodes)} episodes not correct"
-    assert {e.type for e in episodes} >= {"count_rows", "univariate_statistic", "hypothesis_test"}
+    assert not failures, f"{len(failures)} of {len(records)} episodes not correct"
+    assert {r["type"] for r in records} >= {"count_rows", "univariate_statistic", "hypothesis_test"}
+    assert all(r["steps"] == 2 and r["error"] is None for r in records)
