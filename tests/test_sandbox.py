@@ -176,7 +176,8 @@ def test_backend_none_runs_with_seccomp(repo: Path) -> None:
     with get_sandbox("none", LIMITS) as sandbox:
         here = str(Path(repo).resolve())
         code = (
-            f"import os, pandas as pd\n(os.getcwd() == {here!r}, pd.read_csv('x.csv')['a'].sum())"
+            f"import os, pandas as pd\n(os.path.samefile('x.csv', {here!r} + '/x.csv'), "
+            "pd.read_csv('x.csv')['a'].sum())"
         )
         res = sandbox.run(code, str(repo))
         assert res.value == "(True, np.int64(9))", res.stderr
@@ -186,3 +187,23 @@ def test_backend_none_runs_with_seccomp(repo: Path) -> None:
         res = sandbox.run("import subprocess\nsubprocess.run(['true'])", str(repo))
         assert res.error is not None and "PermissionError" in res.error
         assert sandbox.run("import isg_gym", str(repo)).error.startswith("ModuleNotFoundError")
+
+
+@needs_bwrap
+def test_other_files_dir_swaps_the_view_without_a_restart(repo: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    (other / "deep").mkdir(parents=True)
+    (other / "deep" / "z.csv").write_text("a\n7\n")
+    listing = "import os; sorted(os.path.join(r, f) for r, _, fs in os.walk('.') for f in fs)"
+    with get_sandbox("bwrap", LIMITS) as sandbox:
+        assert sandbox.run(listing, str(repo)).value == "['./sub/y.txt', './x.csv']"
+        worker = sandbox._proc
+        assert sandbox.run(listing, str(other)).value == "['./deep/z.csv']"
+        res = sandbox.run("import pandas as pd; int(pd.read_csv('/data/deep/z.csv')['a'][0])",
+                          str(other))  # fmt: skip
+        assert res.value == "7" and res.files_read == ("deep/z.csv",)
+        assert sandbox._proc is worker  # same worker: only the view's links changed
+        assert sandbox.run(listing, str(repo)).value == "['./sub/y.txt', './x.csv']"
+        view = sandbox._view
+        assert view is not None and Path(view).is_dir()
+    assert not Path(view).exists()  # removed with the worker
