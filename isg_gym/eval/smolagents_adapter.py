@@ -163,16 +163,16 @@ def _session(source: EpisodeState | EnvSession | StepFn) -> EnvSession:
 
 # --- the CodeAgent executor: code goes to the env's sandbox, never to this process ----------
 
-_SANDBOX_FINAL_ANSWER = f"""\
-def final_answer(answer):
- import json, sys
- if not isinstance(answer, (str, bool, int, float, type(None))): answer = str(answer)
- line = {FINAL_MARK!r} + json.dumps(answer); print(line); print(line, file=sys.stderr)
- raise SystemExit(0)"""
+_JSONABLE = "answer if isinstance(answer, (str, bool, int, float, type(None))) else str(answer)"
 # The sandbox's final_answer prints the answer on a marker line (stdout and stderr, in case an
-# output cap cuts one) and stops the cell. Sent as one line before the model's code, so that
-# line numbers in tracebacks are off by exactly one.
-PRELUDE = f"exec({_SANDBOX_FINAL_ANSWER!r})\n"
+# output cap cuts one) and stops the cell. One line (a lambda) sent before the model's code, so
+# that line numbers in tracebacks are off by exactly one.
+PRELUDE = (
+    "final_answer = lambda answer: [print(line, file=stream, flush=True) "
+    f"for line in [{FINAL_MARK!r} + __import__('json').dumps({_JSONABLE})] "
+    "for stream in (__import__('sys').stdout, __import__('sys').stderr)] "
+    "and __import__('sys').exit(0)\n"
+)
 
 
 def _final_marker(observation: str) -> tuple[bool, Any]:
