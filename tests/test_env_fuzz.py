@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from env_fakes import FakeSandbox
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -74,7 +75,17 @@ STEPS_PER_EXAMPLE = 50
 ENV = ISGEnv(sandbox=FakeSandbox(), max_steps=40, max_output_chars=2000)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@pytest.fixture(autouse=True, scope="module")
+def _close_env():
+    """Release the repositories the shared env materialised (a run_python_code call that
+    hypothesis happens to make valid), so later tests start with an empty cache."""
+    yield
+    ENV.close()
+
+
+@settings(
+    max_examples=200, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck)
+)
 @given(
     seed=st.integers(0, 50),
     actions=st.lists(ACTION, min_size=STEPS_PER_EXAMPLE, max_size=STEPS_PER_EXAMPLE),
