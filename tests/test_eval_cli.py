@@ -133,3 +133,28 @@ def test_eval_smolagents_backend(tmp_path: Path, capsys) -> None:
     assert [r["outcome"] in ("correct", "abstained") for r in records] == [True, True]
     assert [c["name"] for c in records[0]["tool_calls"]] == ["list_directory", "final_answer"]
     assert json.loads((out / "run.json").read_text())["backend"] == "smolagents"
+
+
+def test_paraphrase_then_evaluate_on_the_paraphrases(tmp_path: Path, capsys) -> None:
+    def rewrite(question: str, turn: int, body: dict[str, Any]) -> dict[str, Any]:
+        original = question.split("Question:\n", 1)[1].split("\n\nProtected tokens", 1)[0]
+        original = original.split("\n\nNo protected tokens", 1)[0]
+        return {"content": f"<paraphrase>Please answer this: {original}</paraphrase>"}
+
+    cache = tmp_path / "paraphrases"
+    with ScriptedChatServer(by_conversation(rewrite)) as server:
+        argv = ["paraphrase", "--backend", "openai", "--model", "rewriter", "--base-url",
+                server.url, "--split", "repos:0-3", "--cache", str(cache)]  # fmt: skip
+        assert main(argv) == 0
+        assert len(server.requests) == 3
+        assert "accepted 3/3" in capsys.readouterr().out
+        assert main(argv) == 0  # cached: the model is not asked again
+        assert len(server.requests) == 3
+    out = tmp_path / "run"
+    assert main(["eval", "--backend", "scripted", "--model", "abstain", "--split", "repos:0-3",
+                 "--out", str(out), "--paraphrases", str(cache), "--paraphrase-model",
+                 "rewriter", "--no-progress"]) == 0  # fmt: skip
+    records = read_records(out / "episodes.jsonl")
+    assert len(records) == 3
+    assert all(r["question"].startswith("Please answer this: ") for r in records)
+    assert all(r["transcript"][1]["content"].startswith("Question: Please answer") for r in records)
