@@ -127,8 +127,6 @@ class StepPolicy(Policy, ABC):
         results = info.get("tool_results", [])
         for i, call in enumerate(calls):
             content = results[i]["output"] if i < len(results) else "[not executed]"
-            if i == 0 and info.get("parse_error") and not results:
-                content = observation
             episode.messages.append(
                 {"role": "tool", "tool_call_id": call.get("id", f"call_{i}"), "content": content}
             )

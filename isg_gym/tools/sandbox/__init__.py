@@ -500,6 +500,7 @@ def bwrap_args(bwrap: str, files_dir: str, limits: SandboxLimits) -> list[str]:
     scratch_bytes = max(4 * limits.file_size_mb, 64) * 1024 * 1024
     args += ["--size", str(scratch_bytes), "--tmpfs", SCRATCH_DIR]
     mounted = ["/usr"]
+    masked: dict[str, None] = {}  # editable-install hooks pointing at a checkout (ordered set)
     install = {sys.base_prefix, sys.prefix, os.path.dirname(os.path.dirname(_python()))}
     for path in sorted(os.path.realpath(p) for p in install):
         if (
@@ -510,13 +511,15 @@ def bwrap_args(bwrap: str, files_dir: str, limits: SandboxLimits) -> list[str]:
             args += ["--ro-bind", path, path]
             mounted.append(path)
             for hook in Path(path).glob("lib/python3*/site-packages/__editable__*isg_gym*"):
-                args += ["--ro-bind", "/dev/null", str(hook)]  # hooks pointing at a checkout
+                masked[str(hook)] = None
     for host, inside in site_mounts():
         if inside != host or not any(_under(host, m) for m in mounted):
             args += ["--ro-bind", host, inside]
             mounted.append(inside)
-        for entry in Path(host).glob("__editable__*isg_gym*"):  # hooks pointing at the checkout
-            args += ["--ro-bind", "/dev/null", f"{inside}/{entry.name}"]
+        for entry in Path(host).glob("__editable__*isg_gym*"):
+            masked[f"{inside}/{entry.name}"] = None
+    for hook in masked:
+        args += ["--ro-bind", "/dev/null", hook]
     args += ["--dev", "/dev", "--dir", "/sandbox", "--ro-bind", str(WORKER), _WORKER_IN_SANDBOX]
     args += ["--ro-bind", files_dir, DATA_DIR, "--remount-ro", "/", "--chdir", DATA_DIR]
     for key, value in _CHILD_ENV.items():
