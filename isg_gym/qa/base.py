@@ -28,6 +28,11 @@ Family = Literal[
 ]
 AnswerKind = Literal["yes_no", "integer", "float", "category", "string", "extension", "text"]
 ABSTAIN = "not possible"
+# The question generator's version. Question ids (``"{seed}.{type}.{slot}"``) mean what they
+# mean under one version only; records and summaries carry it. v2: shortcut-free construction
+# (unanswerable questions drawn from the answerable distributions), stated conventions,
+# balanced answers and robust gold (see the README's questions section).
+QUESTION_VERSION = 2
 
 
 class Reason(enum.StrEnum):
