@@ -6,6 +6,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from isg_gym.qa import ABSTAIN, Question, format_answer
+from isg_gym.qa.conventions import CONVENTIONS
 from isg_gym.qa.sampling import (
     DEFAULT_UNANSWERABLE_RATIO,
     _check_ratio,
@@ -29,7 +30,8 @@ def make_dataset(
 ) -> Iterator[dict[str, Any]]:
     """Yield ``{id, question, answer, metadata}`` rows, reproducibly.
 
-    ``question`` is the question text followed by :data:`ANSWER_INSTRUCTIONS`; ``answer`` is the
+    ``question`` is the question text followed by :data:`ANSWER_INSTRUCTIONS` and the
+    conventions (:data:`isg_gym.qa.conventions.CONVENTIONS`); ``answer`` is the
     gold answer as text (``"not possible"`` for unanswerable questions); ``metadata`` holds the
     full :class:`~isg_gym.qa.Question` record (type, family, reason, sig figs, params, evidence).
     ``configs`` maps question-type names to instances of their ``Config`` dataclass.
@@ -47,7 +49,7 @@ def make_dataset(
 def to_row(question: Question) -> dict[str, Any]:
     return {
         "id": question.id,
-        "question": f"{question.text}\n\n{ANSWER_INSTRUCTIONS}",
+        "question": f"{question.text}\n\n{ANSWER_INSTRUCTIONS}\n\n{CONVENTIONS}",
         "answer": format_answer(question),
         "metadata": question.to_dict(),
     }

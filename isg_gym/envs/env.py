@@ -16,6 +16,7 @@ from isg_gym.envs import materialize
 from isg_gym.envs.actions import FORMAT_HELP, ParsedCall, parse_action
 from isg_gym.envs.spaces import ToolCallText, UnicodeText
 from isg_gym.qa import QUESTION_TYPES, Question, format_answer, question_at, question_from_id
+from isg_gym.qa.conventions import CONVENTIONS
 from isg_gym.qa.sampling import DEFAULT_UNANSWERABLE_RATIO, parse_question_id
 from isg_gym.repository import Repository
 from isg_gym.rewards import RewardConfig, extract, grade, reward
@@ -49,7 +50,9 @@ Tools:
 
 To call a tool, write one or more blocks like
 <tool_call>{{"name": "list_directory", "arguments": {{"path": "/", "depth": 2}}}}</tool_call>
-Tool results come back in the next message. You have at most {max_steps} messages."""
+Tool results come back in the next message. You have at most {max_steps} messages.
+
+{conventions}"""
 
 
 def _as_int(value: Any, name: str, *, optional: bool = True) -> int | None:
@@ -179,7 +182,8 @@ class ISGEnv(gym.Env[str, Any]):
 
     ## Version History
 
-    - v0: initial version.
+    - v0: initial version. Question generator v2 (:data:`isg_gym.qa.QUESTION_VERSION`):
+      shortcut-free questions and the answering conventions in the system prompt.
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
@@ -361,7 +365,9 @@ class ISGEnv(gym.Env[str, Any]):
     def _prompt(self) -> dict[str, str]:
         assert self._question is not None
         return {
-            "system": SYSTEM_PROMPT.format(tools=describe_tools(), max_steps=self.max_steps),
+            "system": SYSTEM_PROMPT.format(
+                tools=describe_tools(), max_steps=self.max_steps, conventions=CONVENTIONS
+            ),
             "user": f"Question: {self._question_text()}\n\n{self.answer_instructions}",
         }
 

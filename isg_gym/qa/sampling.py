@@ -1,9 +1,11 @@
 """Sampling questions for a repository with a controlled share of unanswerable ones.
 
 Question slot ``i`` of repository ``s`` draws its answerability from
-``derive(s, "answerability", i)`` (unanswerable with probability ``unanswerable_ratio``), then
-tries the requested types in an order drawn from ``derive(s, "type-order", i)``; the first type
-that can build a question of that answerability wins, seeded by ``derive(s, type, i)``. The id
+``derive(s, "answerability", QUESTION_VERSION, i)`` (unanswerable with probability
+``unanswerable_ratio``), then tries the requested types in an order drawn from
+``derive(s, "type-order", QUESTION_VERSION, i)``; the first
+type that can build a question of that answerability wins, seeded by
+``derive(s, type, QUESTION_VERSION, i)``. The id
 ``"{s}.{type}.{i}"`` therefore regenerates the same question (:func:`question_from_id`).
 """
 
@@ -13,7 +15,7 @@ import json
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from isg_gym.qa.base import QUESTION_TYPES, Context, Question
+from isg_gym.qa.base import QUESTION_TYPES, QUESTION_VERSION, Context, Question
 from isg_gym.repository import Repository
 from isg_gym.seeding import derive
 
@@ -35,7 +37,8 @@ def _check_ratio(ratio: float) -> float:
 
 
 def slot_answerable(seed: int, index: int, unanswerable_ratio: float) -> bool:
-    return bool(derive(seed, "answerability", index).random() >= unanswerable_ratio)
+    draw = derive(seed, "answerability", QUESTION_VERSION, index).random()
+    return bool(draw >= unanswerable_ratio)
 
 
 def _accepts_unanswerable(seed: int, index: int, cls: type) -> bool:
@@ -44,7 +47,8 @@ def _accepts_unanswerable(seed: int, index: int, cls: type) -> bool:
     e.g., abstract questions). A type answerable in a share ``a`` of repositories and
     unanswerable in ``u`` keeps an unanswerable slot with probability ``a / u``."""
     keep = min(1.0, cls.answerable_share / cls.unanswerable_share)
-    return keep >= 1.0 or bool(derive(seed, "keep-unanswerable", cls.name, index).random() < keep)
+    rng = derive(seed, "keep-unanswerable", QUESTION_VERSION, cls.name, index)
+    return keep >= 1.0 or bool(rng.random() < keep)
 
 
 Configs = Mapping[str, Any]
@@ -74,7 +78,8 @@ def make_question(
     cls = QUESTION_TYPES[_check_types([type_name])[0]]
     if not answerable and not (cls.reasons and _accepts_unanswerable(repo.seed, index, cls)):
         return None
-    ctx = Context(repo=repo, rng=derive(repo.seed, type_name, index), type=type_name, index=index)
+    rng = derive(repo.seed, type_name, QUESTION_VERSION, index)
+    ctx = Context(repo=repo, rng=rng, type=type_name, index=index)
     return cls(_config(cls, configs)).generate(ctx, answerable)
 
 
@@ -93,7 +98,7 @@ def question_at(
     """
     names = _check_types(types)
     answerable = slot_answerable(repo.seed, index, _check_ratio(unanswerable_ratio))
-    order = derive(repo.seed, "type-order", index).permutation(len(names))
+    order = derive(repo.seed, "type-order", QUESTION_VERSION, index).permutation(len(names))
     for i in order:
         question = make_question(repo, names[i], index, answerable, configs)
         if question is not None and (not exclude or question_key(question) not in exclude):

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from isg_gym.qa.base import Context, Question, QuestionType, Reason, register
 
 _HAS_README = (
     "Does this repository contain a README file (README.md)? Answer yes or no.",
     "Is there a README.md at the root of this repository? Answer yes or no.",
     "Answer yes or no: does the repository include a README?",
+)
+_HAS_ENTRY = (
+    "Does the directory `{directory}` contain an entry (a file or a sub-directory) named "
+    "`{entry}`? Answer yes or no.",
+    "Is there a file or folder called `{entry}` directly inside the directory `{directory}`? "
+    "Answer yes or no.",
+    "Answer yes or no: does `{directory}` directly contain an entry named `{entry}`?",
 )
 _TITLE = (
     "What is the title of the project, as given in the repository's README? "
@@ -25,17 +34,47 @@ _ABSTRACT = (
 
 @register
 class HasReadme(QuestionType):
-    """Whether the repository has a README.md (always answerable)."""
+    """Whether the repository has a README.md, or whether a directory contains an entry of a
+    given name; "not possible" when that directory does not exist.
+
+    The entries asked about are real names of the directory's files or sub-directories, or
+    the same names with one value replaced by a value no file has, rendered as the repository
+    renders it (yes and no are equally likely); the absent directories are built the same way.
+    """
 
     name = "has_readme"
     family = "repository_metadata"
-    reasons = ()
+    reasons = (Reason.NO_SUCH_PATH_VALUE,)
+
+    @dataclass(frozen=True)
+    class Config:
+        root_share: float = 0.1  # the README question itself (the root always exists)
+        tries: int = 8
 
     def generate(self, ctx: Context, answerable: bool) -> Question | None:
-        if not answerable:
-            return None
-        has = ctx.repo.readme is not None
-        return ctx.question(ctx.choice(_HAS_README), "yes_no", has, params={})
+        from isg_gym.qa.sampling import DEFAULT_UNANSWERABLE_RATIO
+        from isg_gym.qa.types.traversal import child_name, pick_directory
+
+        cfg = self.config
+        if answerable and ctx.rng.random() < cfg.root_share / (1 - DEFAULT_UNANSWERABLE_RATIO):
+            has = ctx.repo.readme is not None
+            params = {"directory": "", "entry": "README.md"}
+            return ctx.question(ctx.choice(_HAS_README), "yes_no", has, params=params)
+        want = bool(ctx.rng.random() < 0.5)
+        for _ in range(cfg.tries):
+            pick = pick_directory(ctx, exists=answerable)
+            if pick is None:
+                return None
+            entry = child_name(ctx, pick, real=want)
+            if entry is None:
+                continue
+            text = ctx.choice(_HAS_ENTRY).format(directory=pick.directory + "/", entry=entry)
+            return ctx.question(
+                text, "yes_no", want,
+                reason=None if answerable else Reason.NO_SUCH_PATH_VALUE,
+                params={"directory": pick.directory, "entry": entry},
+            )  # fmt: skip
+        return None
 
 
 def _readme_reason(ctx: Context, shown: bool, missing_part: Reason) -> Reason | None:

@@ -8,9 +8,11 @@ from isg_gym.qa.base import Context, Question, QuestionType, Reason, register
 from isg_gym.qa.conditions import (
     PathCondition,
     absent_path_token,
+    fmt_num,
     matching_files,
     sample_path_condition,
 )
+from isg_gym.qa.sampling import DEFAULT_UNANSWERABLE_RATIO
 from isg_gym.repository import Repository
 from isg_gym.repository.index import render_token
 
@@ -22,6 +24,14 @@ _EXTENSION = (
     "Which file format extension do this repository's data files have ({not_readme})? "
     "Answer with the extension only, without the dot, e.g. dat.",
     "The data files of this repository ({not_readme}) all share one extension. "
+    "Which is it? Answer without the dot.",
+)
+_EXTENSION_UNDER = (
+    "What file extension do the data files under the directory `{directory}` use "
+    "({not_readme})? Give the extension without the leading dot.",
+    "Which file format extension do the data files below `{directory}` have ({not_readme})? "
+    "Answer with the extension only, without the dot, e.g. dat.",
+    "The data files under the directory `{directory}` ({not_readme}) share one extension. "
     "Which is it? Answer without the dot.",
 )
 _PREFIX = (
@@ -110,6 +120,71 @@ def nonexistent_file(ctx: Context) -> str | None:
     return None
 
 
+def _group_names(parts: list[tuple[str, list[tuple[str, str]]]]) -> list[str]:
+    return [joiner.join(token for _, token in tokens) for joiner, tokens in parts]
+
+
+@dataclass(frozen=True)
+class DirectoryPick:
+    """A non-root directory (``exists`` or not) and the path parts of a file below it."""
+
+    directory: str  # without the trailing '/'
+    exists: bool
+    parts: list[tuple[str, list[tuple[str, str]]]]
+    depth: int  # number of path groups in ``directory`` (>= 1)
+
+
+def pick_directory(ctx: Context, exists: bool, tries: int = 8) -> DirectoryPick | None:
+    """A directory at a random depth >= 1: a real one, or a real one's path with one value
+    replaced by a value no file has (drawn by :func:`absent_path_token`, rendered as the
+    repository renders it), so that real and absent directories read alike."""
+    files = ctx.repo.data_files
+    directories = ctx.repo.index.directories
+    for _ in range(tries):
+        row = int(ctx.rng.integers(len(files)))
+        parts = path_parts(ctx.repo, row)
+        if len(parts) < 2:
+            return None
+        depth = int(ctx.rng.integers(1, len(parts)))
+        if not exists:
+            above = [name for _, tokens in parts[:depth] for name, _ in tokens]
+            var = above[int(ctx.rng.integers(len(above)))]
+            token = absent_path_token(ctx.repo, _variable(ctx, var), ctx.rng)
+            if token is None:
+                continue
+            parts = path_parts(ctx.repo, row, {var: token})
+        directory = "/".join(_group_names(parts)[:depth])
+        if (directory in directories) == exists:
+            return DirectoryPick(directory, exists, parts, depth)
+    return None
+
+
+def child_name(ctx: Context, pick: DirectoryPick, real: bool) -> str | None:
+    """The name of an entry of ``pick.directory`` as its files name it (``real``), or the same
+    name with one of its values replaced by an absent one (an entry that does not exist)."""
+    parts = pick.parts
+    extension = f".{ctx.spec.file_format}" if pick.depth == len(parts) - 1 else ""
+    joiner, tokens = parts[pick.depth]
+    if not real:
+        names = [name for name, _ in tokens]
+        var = names[int(ctx.rng.integers(len(names)))]
+        token = absent_path_token(ctx.repo, _variable(ctx, var), ctx.rng)
+        if token is None:
+            return None
+        style, short = ctx.spec.layout.style, _variable(ctx, var).short
+        tokens = [(n, style.format(name=short, val=token) if n == var else t) for n, t in tokens]
+    name = joiner.join(t for _, t in tokens) + extension
+    if pick.exists:
+        children = {c.rstrip("/") for c in ctx.repo.index.directories[pick.directory]}
+        if (name in children) != real:
+            return None
+    return name
+
+
+def _variable(ctx: Context, name: str):
+    return next(v for v in ctx.spec.path_variables if v.name == name)
+
+
 def _fmt(template: str, **kwargs: str) -> str:
     return template.format(not_readme=_NOT_README, **kwargs)
 
@@ -117,25 +192,39 @@ def _fmt(template: str, **kwargs: str) -> str:
 # --- question types ---------------------------------------------------------------------------
 
 
+ROOT_SHARE = 0.1  # questions about the whole repository (the root always exists)
+
+
 @register
 class FileExtension(QuestionType):
-    """The data files' extension (always answerable)."""
+    """The extension of the data files in the repository or under one directory; "not
+    possible" when that directory does not exist."""
 
     name = "file_extension"
     family = "directory_traversal"
-    reasons = ()
+    reasons = (Reason.NO_SUCH_PATH_VALUE,)
 
     def generate(self, ctx: Context, answerable: bool) -> Question | None:
-        if not answerable:
-            return None
         extension = ctx.repo.data_files[0].rsplit(".", 1)[1]
-        return ctx.question(_fmt(ctx.choice(_EXTENSION)), "extension", extension, params={})
+        if answerable and ctx.rng.random() < ROOT_SHARE / (1 - DEFAULT_UNANSWERABLE_RATIO):
+            text = _fmt(ctx.choice(_EXTENSION))
+            return ctx.question(text, "extension", extension, params={"directory": ""})
+        pick = pick_directory(ctx, exists=answerable)
+        if pick is None:
+            return None
+        text = _fmt(ctx.choice(_EXTENSION_UNDER), directory=pick.directory + "/")
+        return ctx.question(
+            text, "extension", extension,
+            reason=None if answerable else Reason.NO_SUCH_PATH_VALUE,
+            params={"directory": pick.directory},
+        )  # fmt: skip
 
 
 @register
 class CountPrefix(QuestionType):
-    """How many data files have a path starting with a prefix (a directory, or one plus a name
-    beginning)."""
+    """How many data files have a path starting with a prefix: a directory, or a directory
+    plus the start of an entry's name. The count may be 0 (no entry name starts so); "not
+    possible" when the prefix's directory does not exist."""
 
     name = "count_prefix"
     family = "directory_traversal"
@@ -143,106 +232,119 @@ class CountPrefix(QuestionType):
 
     @dataclass(frozen=True)
     class Config:
-        partial_name_share: float = 0.3  # prefixes ending inside a name rather than at a '/'
+        partial_name_share: float = 0.35  # prefixes ending inside a name rather than at a '/'
+        zero_share: float = 0.12  # answerable questions whose name start matches no entry
         tries: int = 8
 
     def generate(self, ctx: Context, answerable: bool) -> Question | None:
-        prefix = self._real_prefix(ctx) if answerable else self._absent_prefix(ctx)
-        if prefix is None:
-            return None
-        count = sum(1 for path in ctx.repo.data_files if path.startswith(prefix))
-        if answerable != (count > 0):
-            return None
-        return ctx.question(
-            _fmt(ctx.choice(_PREFIX), prefix=prefix),
-            "integer",
-            count,
-            reason=None if answerable else Reason.NO_SUCH_PATH_VALUE,
-            params={"prefix": prefix},
-        )
-
-    def _real_prefix(self, ctx: Context) -> str:
-        """A directory at a random depth + '/', sometimes followed by a child name's start."""
-        directories = ctx.repo.index.directories
-        by_depth: dict[int, list[str]] = {}
-        for directory in directories:
-            depth = 0 if directory == "" else directory.count("/") + 1
-            by_depth.setdefault(depth, []).append(directory)
-        partial = ctx.rng.random() < self.config.partial_name_share
-        depths = sorted(by_depth) if partial else sorted(d for d in by_depth if d > 0)
-        directory = ctx.choice(by_depth[ctx.choice(depths)])
-        base = directory + "/" if directory else ""
-        if not partial:
-            return base
-        name = ctx.choice(directories[directory]).rstrip("/")
-        cut = int(ctx.rng.integers(1, len(name))) if len(name) > 1 else 1
-        return base + name[:cut]
-
-    def _absent_prefix(self, ctx: Context) -> str | None:
-        """A real file's path up to a variable whose value is replaced by an absent one."""
-        variables = list(ctx.spec.path_variables)
-        files = ctx.repo.data_files
-        for _ in range(self.config.tries):
-            var = variables[int(ctx.rng.integers(len(variables)))]
-            token = absent_path_token(ctx.repo, var, ctx.rng)
-            if token is None:
+        cfg = self.config
+        for _ in range(cfg.tries):
+            pick = pick_directory(ctx, exists=answerable)
+            if pick is None:
+                return None
+            prefix = pick.directory + "/"
+            if ctx.rng.random() < cfg.partial_name_share:
+                zero = ctx.rng.random() < cfg.zero_share / cfg.partial_name_share
+                name = child_name(ctx, pick, real=not zero)
+                if name is None or len(name) < 2:
+                    continue
+                prefix += name[: int(ctx.rng.integers(1, len(name)))]
+            count = sum(1 for path in ctx.repo.data_files if path.startswith(prefix))
+            if not answerable and count:
                 continue
-            parts = path_parts(ctx.repo, int(ctx.rng.integers(len(files))), {var.name: token})
-            prefix = prefix_through(parts, var.name)
-            if not any(path.startswith(prefix) for path in files):
-                return prefix
+            return ctx.question(
+                _fmt(ctx.choice(_PREFIX), prefix=prefix), "integer", count,
+                reason=None if answerable else Reason.NO_SUCH_PATH_VALUE,
+                params={"prefix": prefix, "directory": pick.directory},
+            )  # fmt: skip
         return None
 
 
 @register
 class CountFiles(QuestionType):
-    """How many data files satisfy 0-3 path conditions."""
+    """How many data files satisfy 0-3 path conditions; 0 when none does (a value no file has,
+    or values no file has together); "not possible" when a condition names a path variable the
+    repository does not record."""
 
     name = "count_files"
     family = "directory_traversal"
-    reasons = (Reason.NO_SUCH_PATH_VALUE,)
+    reasons = (Reason.UNRECORDED_VARIABLE,)
 
     @dataclass(frozen=True)
     class Config:
         max_conditions: int = 3
+        zero_share: float = 0.12  # answerable questions built to match no file
 
     def generate(self, ctx: Context, answerable: bool) -> Question | None:
-        conditions = self._conditions(ctx, answerable)
-        if conditions is None:
-            return None
-        count = len(matching_files(ctx.repo, conditions))
-        if not answerable and count:
-            return None
-        if conditions:
-            text = " and ".join(c.text(ctx.repo) for c in conditions)
-            question = _fmt(ctx.choice(_COUNT_WHERE), conditions=text)
-        else:
-            question = _fmt(ctx.choice(_COUNT_ALL))
-        return ctx.question(
-            question,
-            "integer",
-            count,
-            reason=None if answerable else Reason.NO_SUCH_PATH_VALUE,
-            params={"path_conditions": [c.to_dict() for c in conditions]},
-        )
-
-    def _conditions(self, ctx: Context, answerable: bool) -> list[PathCondition] | None:
-        """Conditions on distinct variables; for an unanswerable one, one has an absent value."""
         variables = list(ctx.spec.path_variables)
         order = [variables[j] for j in ctx.rng.permutation(len(variables))]
         most = min(self.config.max_conditions, len(variables))
-        absent: list[PathCondition] = []
-        if not answerable:
-            for i, var in enumerate(order):
-                token = absent_path_token(ctx.repo, var, ctx.rng)
-                if token is not None:
-                    absent = [PathCondition(var.name, "is", token)]
-                    order = order[:i] + order[i + 1 :]
-                    break
-            else:
-                return None
-        k = int(ctx.rng.integers(0 if answerable else 1, most + 1)) - len(absent)
+        k = int(ctx.rng.integers(0 if answerable else 1, most + 1))
+        texts: list[str] = []
+        params: list[dict] = []
         conditions = [sample_path_condition(ctx.repo, var, ctx.rng) for var in order[:k]]
-        if absent:
-            conditions.insert(int(ctx.rng.integers(len(conditions) + 1)), absent[0])
-        return conditions
+        if answerable and k and ctx.rng.random() < self.config.zero_share:
+            j = int(ctx.rng.integers(k))
+            token = absent_path_token(ctx.repo, order[j], ctx.rng)
+            if token is not None:
+                conditions[j] = PathCondition(order[j].name, "is", token)
+        texts = [c.text(ctx.repo) for c in conditions]
+        params = [c.to_dict() for c in conditions]
+        if not answerable:
+            made = unrecorded_path_condition(ctx)
+            if made is None:
+                return None
+            j = int(ctx.rng.integers(k))
+            texts[j], params[j] = made
+        count = len(matching_files(ctx.repo, conditions)) if answerable else None
+        if texts:
+            question = _fmt(ctx.choice(_COUNT_WHERE), conditions=" and ".join(texts))
+        else:
+            question = _fmt(ctx.choice(_COUNT_ALL))
+        return ctx.question(
+            question, "integer", count,
+            reason=None if answerable else Reason.UNRECORDED_VARIABLE,
+            params={"path_conditions": params},
+        )  # fmt: skip
+
+
+def unrecorded_path_condition(ctx: Context) -> tuple[str, dict] | None:
+    """A condition, worded as path conditions are, on a path variable this repository does not
+    have: one of its archetype's other path variables (each is a real path variable in other
+    repositories), or a running number, researcher or date it does not use."""
+    from isg_gym.simulator.lexicon import load_lexicon
+
+    used = {v.name for v in ctx.spec.path_variables}
+    candidates: list[tuple[str, str, list[str], bool]] = []  # label, short, values, numeric
+    try:
+        arch = next(a for a in load_lexicon(ctx.spec.taxonomy.field).archetypes
+                    if a.id == ctx.spec.archetype)  # fmt: skip
+    except (StopIteration, FileNotFoundError):
+        arch = None
+    if arch is not None:
+        for pv in arch.path_variables:
+            if pv.name not in used:
+                numeric = not isinstance(pv.values[0], str)
+                values = [fmt_num(v) if numeric else str(v) for v in pv.values]
+                candidates.append((pv.label, pv.short, values, numeric))
+    if not candidates:
+        return None
+    label, short, values, numeric = candidates[int(ctx.rng.integers(len(candidates)))]
+    picked = sorted(ctx.rng.choice(len(values), min(len(values), 3), replace=False).tolist())
+    roll = ctx.rng.random()
+    subject = f'{label} (path component "{short}")'
+    if numeric and len(values) >= 3 and roll < 0.4:
+        op = ("gt", "lt", "ge", "le")[int(ctx.rng.integers(4))]
+        cut = float(values[picked[1]])
+        words = {"gt": "greater than", "lt": "less than", "ge": "at least", "le": "at most"}
+        text, value = f"{subject} is {words[op]} {fmt_num(cut)}", cut
+    elif len(values) >= 3 and roll < 0.7:
+        tokens = [values[i] for i in picked[: int(ctx.rng.integers(2, len(picked) + 1))]]
+        op, value = "is_one_of", tokens
+        text = f"{subject} is one of " + (
+            tokens[0] if len(tokens) == 1 else ", ".join(tokens[:-1]) + " or " + tokens[-1]
+        )
+    else:
+        op, value = "is", values[picked[0]]
+        text = f"{subject} is {value}"
+    return text, {"variable": None, "label": label, "short": short, "op": op, "value": value}
