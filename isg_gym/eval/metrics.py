@@ -178,6 +178,12 @@ def _kilo(value: int) -> str:
     return f"{value // 1000}k" if value % 1000 == 0 and value else str(value)
 
 
+def _versions(records: list[dict[str, Any]]) -> int | list[int] | None:
+    """The question generator version of the records (a sorted list when they mix versions)."""
+    found = sorted({int(r["question_version"]) for r in records if "question_version" in r})
+    return found[0] if len(found) == 1 else (found or None)
+
+
 def summarize(records: list[dict[str, Any]], run: dict[str, Any] | None = None) -> dict[str, Any]:
     """The JSON-able summary of a run's records (``run``, the run.json dict, echoed)."""
     n = len(records)
@@ -197,6 +203,7 @@ def summarize(records: list[dict[str, Any]], run: dict[str, Any] | None = None) 
     return {
         **proportion(sum(correct), n),
         "confidence": CONFIDENCE,
+        "question_version": _versions(records),
         "by_type": _grouped(records, "type"),
         "by_family": _grouped(records, "family"),
         "unanswerable_detection": unanswerable_detection(records),

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from isg_gym.eval.policy import EpisodeState
+from isg_gym.qa.base import QUESTION_VERSION
 
 SCHEMA_VERSION = 1
 RECORDS_FILE = "episodes.jsonl"
@@ -55,6 +56,7 @@ def build_record(episode: EpisodeState) -> dict[str, Any]:
     score = final.get("score")
     return {
         "schema": SCHEMA_VERSION,
+        "question_version": QUESTION_VERSION,
         "index": episode.index,
         "question_id": episode.question_id,
         "repository": info0.get("repository"),

@@ -109,6 +109,10 @@ def render_markdown(summary: dict[str, Any], name: str = "run") -> str:
     lines = [f"# Evaluation report: {name}", ""]
     meta = [(k, run.get(k)) for k in ("backend", "model", "split", "episodes")]
     meta_lines = [f"- {key}: {_split_text(v)}" for key, v in meta if v not in (None, "")]
+    version = summary.get("question_version")
+    if version is not None:
+        meta_lines.append(f"- question generator: v{version}" if isinstance(version, int)
+                          else f"- question generator: MIXED versions {version}")  # fmt: skip
     lines += [*meta_lines, ""] if meta_lines else []
     lines += [f"**{accuracy_line(summary)}**", ""]
     if not summary.get("n"):

@@ -29,10 +29,11 @@ from isg_gym.envs.env import ISGEnv
 from isg_gym.eval.policy import EpisodePolicy, EpisodeState, Policy, StepPolicy, Turn
 from isg_gym.eval.records import RECORDS_FILE, RecordWriter, build_record, read_records
 from isg_gym.eval.splits import resolve_split
+from isg_gym.qa.base import QUESTION_VERSION
 
 RUN_FILE = "run.json"
 PUBLIC_INFO = ("question_id", "repository", "type", "family", "step", "tools", "prompt")
-_RESUME_KEYS = ("backend", "model", "split", "env_kwargs")
+_RESUME_KEYS = ("question_version", "backend", "model", "split", "env_kwargs")
 
 
 def evaluate(
@@ -73,6 +74,7 @@ def evaluate(
         "episodes": len(questions),
         "concurrency": concurrency,
         "env_kwargs": env_kwargs,
+        "question_version": QUESTION_VERSION,
         **(run_info or {}),
     }
     done = _prepare(out, run, resume)

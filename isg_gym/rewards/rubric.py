@@ -10,7 +10,9 @@ Rubric by ``answer_kind`` (after extraction, see :mod:`isg_gym.rewards.extract`)
   or summation order flips the rounding) both neighbours are accepted. Signs, scientific
   notation and thousands separators are accepted; percentages are not.
 - ``yes_no``: yes / y / true and no / n / false, any case, wrapping punctuation ignored.
-- ``category``: exact after case folding, whitespace collapsing, stripping quotes / backticks.
+- ``category``: exact after case folding, whitespace collapsing, stripping quotes / backticks;
+  a value read from a path is right with or without its name part (``by=smith`` or ``smith``,
+  from ``params["answer_prefix"]``).
 - ``extension``: as category, with or without a leading dot (or ``*.``).
 - ``string`` (titles) and ``text`` (abstracts): token-overlap F1 (typo tolerant, see
   :func:`~isg_gym.rewards.normalise.token_f1`) of at least :data:`TITLE_F1` /
@@ -100,7 +102,7 @@ def _grade_value(question: Question, answer: object, text: str) -> Score:
         case "yes_no":
             return _grade_yes_no(gold, answer, text)
         case "category":
-            return _grade_exact(normalise_category(str(gold)), normalise_category(text))
+            return _grade_category(question, str(gold), text)
         case "extension":
             return _grade_exact(normalise_extension(str(gold)), normalise_extension(text))
         case "string":
@@ -157,6 +159,16 @@ def _grade_exact(gold: str, parsed: str) -> Score:
         return _score(False, None, False, "empty answer")
     ok = parsed == gold
     return _score(ok, parsed, False, f"{parsed!r} {'==' if ok else '!='} {gold!r} (normalised)")
+
+
+def _grade_category(question: Question, gold: str, text: str) -> Score:
+    """Exact after normalisation; a value read from a path may carry its name part
+    (``params["answer_prefix"]``, e.g. ``by=`` or ``date_``): ``by=smith`` or ``smith``."""
+    parsed = normalise_category(text)
+    prefix = normalise_category(str(question.params.get("answer_prefix") or ""))
+    if prefix and parsed.startswith(prefix) and parsed != normalise_category(gold):
+        parsed = parsed[len(prefix):]
+    return _grade_exact(normalise_category(gold), parsed)
 
 
 def _grade_overlap(gold: str, text: str, threshold: float) -> Score:
