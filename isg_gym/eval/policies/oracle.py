@@ -286,21 +286,39 @@ def sb_group_comparison(p: dict[str, Any], layout: list[Any]) -> dict[str, Any]:
     return {"answer": str(means.index[0]), "means": shown}
 
 
+def sb_under(directory: str) -> list[str] | None:
+    """The data files under ``directory`` ('' is the root), or None if it does not exist."""
+    if directory and not os.path.isdir(directory):
+        return None
+    return [f for f in sb_data_files() if not directory or f.startswith(directory + "/")]
+
+
+def sb_has_readme(p: dict[str, Any], layout: list[Any]) -> dict[str, Any]:
+    directory = p["directory"] or "."
+    if not os.path.isdir(directory):
+        return {"na": "no_such_path_value"}
+    return {"answer": p["entry"] in os.listdir(directory)}
+
+
 def sb_file_extension(p: dict[str, Any], layout: list[Any]) -> dict[str, Any]:
-    exts = sorted({f.rsplit(".", 1)[-1] for f in sb_data_files()})
+    files = sb_under(p["directory"])
+    if files is None:
+        return {"na": "no_such_path_value"}
+    exts = sorted({f.rsplit(".", 1)[-1] for f in files})
     return {"answer": exts[0]} if len(exts) == 1 else {"na": f"several extensions {exts}"}
 
 
 def sb_count_prefix(p: dict[str, Any], layout: list[Any]) -> dict[str, Any]:
-    n = sum(f.startswith(p["prefix"]) for f in sb_data_files())
-    return {"answer": n} if n else {"na": "no_such_path_value"}
+    directory = p["prefix"].rpartition("/")[0]
+    if directory and not os.path.isdir(directory):
+        return {"na": "no_such_path_value"}
+    return {"answer": sum(f.startswith(p["prefix"]) for f in sb_data_files())}
 
 
 def sb_count_files(p: dict[str, Any], layout: list[Any]) -> dict[str, Any]:
-    files, why = sb_scope({"scope": "files", **p}, layout)
-    if why == "no_such_path_value":
-        return {"na": why}
-    return {"answer": len(files)}
+    if any(c.get("variable") is None for c in p["path_conditions"]):
+        return {"na": "unrecorded_variable"}
+    return {"answer": len(sb_scope({"scope": "files", **p}, layout)[0])}
 
 
 def sb_count_rows(p: dict[str, Any], layout: list[Any]) -> dict[str, Any]:
@@ -322,12 +340,13 @@ SANDBOX_HEADER = (
     "import json, math, os, re\nimport numpy as np\nimport pandas as pd\nfrom scipy import stats\n"
 )
 SANDBOX_HELPERS = (sb_data_files, sb_read_log, sb_read, sb_tokens, sb_path_ok, sb_scope, sb_gather,
-                   sb_rows, sb_load, sb_pair_test, sb_welch)  # fmt: skip
+                   sb_rows, sb_load, sb_pair_test, sb_welch, sb_under)  # fmt: skip
 SANDBOX_SOLVERS = {
     "univariate_statistic": sb_univariate,
     "bivariate_statistic": sb_bivariate,
     "hypothesis_test": sb_hypothesis,
     "group_comparison": sb_group_comparison,
+    "has_readme": sb_has_readme,
     "file_extension": sb_file_extension,
     "count_prefix": sb_count_prefix,
     "count_files": sb_count_files,
@@ -408,8 +427,6 @@ def solver_code(task: Task) -> str:
 
 def first_call(task: Task) -> dict[str, Any]:
     """The one tool call that gathers what the answer needs."""
-    if task.type == "has_readme":
-        return {"name": "list_directory", "arguments": {"path": "/", "depth": 1}}
     if task.type in README_TYPES:
         return {"name": "read_text_file", "arguments": {"path": "/README.md"}}
     if task.type not in SANDBOX_SOLVERS:
@@ -419,8 +436,6 @@ def first_call(task: Task) -> dict[str, Any]:
 
 def answer_from(task: Task, observation: str) -> str:
     """The final answer, from the first call's observation."""
-    if task.type == "has_readme":
-        return "yes" if "README.md" in observation.splitlines()[2:] else "no"
     if task.type in README_TYPES:
         return readme_answer(task.type, observation)
     result = None
