@@ -311,10 +311,11 @@ class CountFiles(QuestionType):
 def unrecorded_path_condition(ctx: Context) -> tuple[str, dict] | None:
     """A condition, worded as path conditions are, on a path variable this repository does not
     have: one of its archetype's other path variables (each is a real path variable in other
-    repositories), or a running number, researcher or date it does not use."""
+    repositories), with a label and short name that none of its own path variables has."""
     from isg_gym.simulator.lexicon import load_lexicon
 
     used = {v.name for v in ctx.spec.path_variables}
+    taken = {v.short for v in ctx.spec.path_variables} | {v.label for v in ctx.spec.path_variables}
     candidates: list[tuple[str, str, list[str], bool]] = []  # label, short, values, numeric
     try:
         arch = next(a for a in load_lexicon(ctx.spec.taxonomy.field).archetypes
@@ -323,7 +324,7 @@ def unrecorded_path_condition(ctx: Context) -> tuple[str, dict] | None:
         arch = None
     if arch is not None:
         for pv in arch.path_variables:
-            if pv.name not in used:
+            if pv.name not in used and pv.short not in taken and pv.label not in taken:
                 numeric = not isinstance(pv.values[0], str)
                 values = [fmt_num(v) if numeric else str(v) for v in pv.values]
                 candidates.append((pv.label, pv.short, values, numeric))
