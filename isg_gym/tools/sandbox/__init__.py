@@ -573,33 +573,74 @@ def register_backend(name: str, factory: SandboxFactory) -> None:
 
 
 def available_backends() -> list[str]:
+    """Registered backend names (whether or not they can run here); see :func:`backend_names`."""
     return sorted(_BACKENDS)
 
 
-def get_sandbox(
-    backend: str = "bwrap", limits: SandboxLimits | None = None, **kwargs: Any
-) -> Sandbox:
-    """A sandbox for ``backend``: ``"bwrap"``, ``"none"`` (opt-in, no filesystem isolation),
-    ``"auto"`` (bwrap, else none with a loud warning) or a registered name."""
-    if backend == "auto":
-        reason = bwrap_available()
-        if reason is None:
-            return BubblewrapSandbox(limits, **kwargs)
-        msg = (
-            f"SANDBOX WARNING: bubblewrap unavailable ({reason}); falling back to backend "
-            "'none' WITHOUT filesystem or network isolation"
-        )
-        warnings.warn(msg, RuntimeWarning, stacklevel=2)
-        log.error(msg)
-        return LocalSandbox(limits, **kwargs)
+# --- backend selection (engineer B) -----------------------------------------------------------
+
+ISOLATING_BACKENDS = ("bwrap", "landlock")  # in the order "auto" tries them
+SANDBOX_FIX = (
+    "install bubblewrap (apt-get install bubblewrap) or use a kernel with Landlock (>= 5.13), "
+    "or pass sandbox='none' to run model code without isolation"
+)
+
+
+def backend_names() -> list[str]:
+    """Every name :func:`get_sandbox` accepts: ``"auto"`` and the registered backends."""
+    return ["auto", *available_backends()]
+
+
+def backend_problem(backend: str) -> str | None:
+    """None when ``backend`` can run on this machine, else why not (probes are cheap, cached
+    per process, and start no worker). Backends without a probe are assumed to run."""
     if backend == "bwrap":
-        reason = bwrap_available()
-        if reason is not None:
-            raise SandboxUnavailable(reason)
-    try:
-        factory = _BACKENDS[backend]
-    except KeyError:
+        return bwrap_available()
+    if backend == "landlock":
+        from isg_gym.tools.sandbox.landlock import landlock_available
+
+        return landlock_available()
+    return None
+
+
+def isolating_backends() -> list[str]:
+    """The isolating backends (:data:`ISOLATING_BACKENDS`) that can run on this machine."""
+    return [b for b in ISOLATING_BACKENDS if backend_problem(b) is None]
+
+
+def resolve_backend(backend: str = "auto") -> str:
+    """The backend :func:`get_sandbox` would start for ``backend``: ``"auto"`` is bubblewrap
+    when it works here, else Landlock when the kernel supports it, never ``"none"``.
+
+    Raises ValueError for an unknown name and :class:`SandboxUnavailable` (naming the fix)
+    when the backend cannot run here."""
+    if not isinstance(backend, str) or backend not in backend_names():
         raise ValueError(
-            f"unknown sandbox backend {backend!r}; known: {', '.join(available_backends())}"
-        ) from None
-    return factory(limits, **kwargs)
+            f"unknown sandbox backend {backend!r}; accepted: {', '.join(backend_names())}"
+        )
+    if backend == "auto":
+        reasons = {b: backend_problem(b) for b in ISOLATING_BACKENDS}
+        for name, reason in reasons.items():
+            if reason is None:
+                return name
+        why = "; ".join(f"{name}: {reason}" for name, reason in reasons.items())
+        raise SandboxUnavailable(f"no isolating sandbox can run on this machine ({why}); "
+                                 f"{SANDBOX_FIX}")  # fmt: skip
+    reason = backend_problem(backend)
+    if reason is not None:
+        raise SandboxUnavailable(
+            f"sandbox backend {backend!r} cannot run on this machine ({reason}); {SANDBOX_FIX}"
+        )
+    return backend
+
+
+def get_sandbox(
+    backend: str = "auto", limits: SandboxLimits | None = None, **kwargs: Any
+) -> Sandbox:
+    """A sandbox for ``backend``: ``"auto"`` (bubblewrap, else Landlock, else
+    :class:`SandboxUnavailable`), ``"bwrap"``, ``"landlock"``, ``"none"`` (opt-in, no
+    filesystem isolation) or a registered name. Never falls back to ``"none"`` silently."""
+    return _BACKENDS[resolve_backend(backend)](limits, **kwargs)
+
+
+from isg_gym.tools.sandbox import landlock as _landlock  # noqa: E402,F401  registers "landlock"

@@ -590,6 +590,19 @@ def main() -> None:
     sys.meta_path.insert(0, _Blocker())  # type: ignore[arg-type]
     os.environ.clear()
     os.environ.update(cfg["env"])
+    # --- landlock (backend "landlock") ---
+    # Confine this worker and all its children before any import: namespaces where allowed,
+    # then Landlock filesystem/network/scope rules (isg_gym/tools/sandbox/landlock_rules.py,
+    # loaded by path: the worker never imports isg_gym).
+    if cfg.get("landlock"):
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("landlock_rules", cfg["landlock"]["module"])
+        assert spec is not None and spec.loader is not None
+        rules = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(rules)
+        cfg["landlock_report"] = rules.confine(cfg["landlock"])
+    # --- end landlock ---
     import io
 
     import numpy as np
@@ -615,6 +628,7 @@ def main() -> None:
             "seccomp_problem": seccomp_problem,
             "baseline_mb": baseline_as >> 20,
             "pid": os.getpid(),
+            "landlock": cfg.get("landlock_report"),  # backend "landlock": what confine() did
         },
     )
     while True:
