@@ -257,12 +257,10 @@ def test_run_python_code_materialises_read_only(env):
     assert fake.closed == 1
 
 
-def test_missing_sandbox_backend_is_an_error_observation():
-    env = ISGEnv(sandbox="no-such-backend")
-    env.reset(seed=0)
-    obs, _reward, terminated, _truncated, _ = env.step(call("run_python_code", code="1"))
-    assert "error" in obs and not terminated
-    env.close()
+def test_unknown_sandbox_backend_is_an_error_at_construction():
+    # issue 10: the operator is told at construction (it was an error observation at run time)
+    with pytest.raises(ValueError, match="unknown sandbox backend 'no-such-backend'; accepted"):
+        ISGEnv(sandbox="no-such-backend")
 
 
 def test_real_sandbox_none_backend():

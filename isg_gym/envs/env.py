@@ -152,8 +152,11 @@ class ISGEnv(gym.Env[str, Any]):
     - ``questions_per_repository``: question slots drawn per repository (default 8).
     - ``max_steps``: step budget (default 30).
     - ``max_output_chars``: cap on each tool's output; ``max_list_entries``: cap on listings.
-    - ``sandbox``: backend name for :func:`isg_gym.tools.sandbox.get_sandbox` (``"bwrap"``,
-      ``"none"``) or an object with ``run(code, files_dir)`` and ``close()``;
+    - ``sandbox``: backend name for :func:`isg_gym.tools.sandbox.get_sandbox` (``"auto"``,
+      the default: bubblewrap, else Landlock; ``"bwrap"``, ``"landlock"``, ``"none"``) or an
+      object with ``run(code, files_dir)`` and ``close()``. A backend that cannot run here
+      raises ``SandboxUnavailable`` at construction (probed once per process), unless it is
+      ``"none"``, which runs model code without isolation;
       ``sandbox_limits``: a ``SandboxLimits`` or a dict of its fields.
     - ``python_session``: ``"fresh"`` (default): every ``run_python_code`` call starts from an
       empty namespace. ``"persistent"``: variables, imports and functions of earlier calls in
@@ -198,7 +201,7 @@ class ISGEnv(gym.Env[str, Any]):
         max_steps: int = 30,
         max_output_chars: int = 8000,
         max_list_entries: int = 200,
-        sandbox: Any = "bwrap",
+        sandbox: Any = "auto",
         sandbox_limits: Any = None,
         python_session: str = "fresh",
         reward_config: RewardConfig | None = None,
@@ -227,6 +230,16 @@ class ISGEnv(gym.Env[str, Any]):
         if python_session not in PYTHON_SESSIONS:
             raise ValueError(
                 f"python_session must be one of {PYTHON_SESSIONS}, got {python_session!r}"
+            )
+        if sandbox is None or isinstance(sandbox, str):
+            from isg_gym.tools.sandbox import resolve_backend
+
+            sandbox = "auto" if sandbox is None else sandbox
+            resolve_backend(sandbox)  # unknown: ValueError; cannot run here: SandboxUnavailable
+        elif not callable(getattr(sandbox, "run", None)):
+            raise ValueError(
+                "sandbox must be a backend name ('auto', 'bwrap', 'landlock', 'none') or an "
+                f"object with run(code, files_dir) and close(), got {sandbox!r}"
             )
         self.start_repository = int(start_repository)
         self.num_repositories = int(num_repositories)
