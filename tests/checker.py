@@ -1,17 +1,25 @@
-"""Independent ground-truth checker: recompute every question's answer from the served files.
+"""Independent ground-truth checker: read each question from its TEXT, recompute its answer from
+the served files.
 
 Nothing here uses the question generators' machinery (``isg_gym.qa`` internals,
-``Repository.table`` / ``path_values`` / ``index``). A checker sees what an agent sees: the file
-listing (``Repository.files()``), the served bytes (``Repository.read_bytes``) parsed with pandas
-(``conftest.read_served``), and the path template of the Spec, from which path-variable tokens are
-parsed out of the path strings with a regular expression. Conditions and statistics are then
-re-implemented with pandas and scipy.
+``Repository.table`` / ``path_values`` / ``index``). A checker sees what an agent sees: the question
+text, the file listing (``Repository.files()``), the served bytes (``Repository.read_bytes``)
+parsed with pandas (``conftest.read_served``), and the path template of the Spec, from which
+path-variable tokens are parsed out of the path strings with a regular expression.
+
+``tests/question_text.py`` reads the description (scope, path and row conditions, columns,
+statistic or test, alpha, Yates' correction, groups, direction, significant figures) from the
+text; ``question.params`` is never used to compute, only compared with what the text says (a
+difference is a failure). Conditions and statistics are then re-implemented with pandas and
+scipy under the v2 conventions (``isg_gym.qa.conventions``), and answerable gold is held to the
+robustness rules (expected counts, group sizes, leads, p away from alpha, significant figures).
 
 :func:`recompute` returns a :class:`Recomputed`: the answer, or the set of unanswerability reasons
 that apply (within a stage only the first that applies: e.g. zero rows is ``no_matching_rows``,
 not also ``too_few_rows``). :func:`check_question` compares it with the question's gold.
 
-Run ``python tests/checker.py [SEEDS] [PER_REPO]`` for a quick report while developing.
+Run ``python tests/checker.py [SEEDS] [PER_REPO]`` (SEEDS a count ``60`` or a range ``0-60``)
+for a report by type and kind of failure.
 """
 
 from __future__ import annotations
@@ -30,22 +38,33 @@ from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from conftest import read_served
+from question_text import STYLE_PREFIX, CheckError, differences, parse
 
 README = "README.md"
 GENERIC_TITLE = "Data repository"
 NUMERIC_STATISTICS = ("min", "max", "median", "mean", "std", "var")
-STYLE_PREFIX = {"{name}={val}": "{s}=", "{name}_{val}": "{s}_", "{name}-{val}": "{s}-",
-                "{name}{val}": "{s}", "{val}": ""}  # fmt: skip
 REL_TOL = 1e-9
+# Robustness rules for answerable gold (docs: the v2 conventions).
+MIN_EXPECTED = 5  # chi-square: every expected count
+MIN_WELCH_GROUP = 5  # Welch: values per group
+MIN_GROUP_VALUES = 5  # group comparison: values in every group that competes
+MIN_LEAD = 0.01  # group comparison: winner over runner-up, relative
+MIN_MODE_LEAD = 2  # counts of the mode over the second most common value
+ALPHA_MARGIN = 0.25  # no p within +/-25% (relative) of alpha
+MIN_VALUES_FINE = 10  # 4-5 significant figures only with this many values behind
 
 
 @dataclass
 class Recomputed:
-    """The recomputed answer, or the unanswerability reasons that apply (non-empty)."""
+    """The recomputed answer, or the unanswerability reasons that apply (non-empty).
+
+    ``fragile`` lists the robustness rules an answerable answer breaks (empty when robust).
+    """
 
     answer: Any = None
     reasons: set[str] = field(default_factory=set)
     note: str = ""
+    fragile: list[str] = field(default_factory=list)
 
     @property
     def answerable(self) -> bool:
@@ -54,10 +73,6 @@ class Recomputed:
 
 def unanswerable(*reasons: str, note: str = "") -> Recomputed:
     return Recomputed(reasons=set(reasons), note=note)
-
-
-class CheckError(Exception):
-    """The question cannot be checked as stated (bad params, contract violation)."""
 
 
 # --- the repository as served -------------------------------------------------------------------
@@ -104,6 +119,13 @@ class Served:
         for toks in self.tokens.values():
             for name, tok in toks.items():
                 self.values[name].add(tok)
+        # directory ('' is the root) -> the names of its entries (files and sub-directories)
+        self.entries: dict[str, set[str]] = {"": set()}
+        for path in self.files:
+            parts = path.split("/")
+            for depth in range(len(parts)):
+                directory = "/".join(parts[:depth])
+                self.entries.setdefault(directory, set()).add(parts[depth])
         self._frames: dict[str, pd.DataFrame] = {}
 
     def frame(self, path: str) -> pd.DataFrame:
@@ -136,7 +158,7 @@ class Served:
     def absent_value(self, cond: dict[str, Any]) -> bool:
         """An is / is_one_of condition whose values no served path has for the variable."""
         if cond["variable"] not in self.values:
-            raise CheckError(f"unknown path variable {cond['variable']!r}")
+            raise CheckError(f"path variable {cond['variable']!r} is not in the layout")
         present = self.values[cond["variable"]]
         if cond["op"] == "is":
             return cond["value"] not in present
@@ -157,6 +179,8 @@ class Served:
                 return [path], set()
             case "files":
                 conds = list(params["path_conditions"])
+                if any(c["variable"] is None for c in conds):
+                    return [], {"unrecorded_variable"}
                 if any(self.absent_value(c) for c in conds):
                     return [], {"no_such_path_value"}
                 files = self.matching(conds)
@@ -244,14 +268,25 @@ def _filter_columns(params: dict[str, Any]) -> list[str]:
     return [c["column"] for c in params.get("row_conditions", [])]
 
 
-# --- recomputation per type --------------------------------------------------------------------
+# --- recomputation per type (from the description read from the text) --------------------------
 
 
-def _has_readme(s: Served, p: dict[str, Any]) -> Recomputed:
-    return Recomputed(README in s.file_set)
+def _fine_figures(d: dict[str, Any], n: int) -> list[str]:
+    """4-5 significant figures need >= MIN_VALUES_FINE values behind the answer."""
+    sig = d.get("_sig_figs")
+    if sig is not None and sig >= 4 and n < MIN_VALUES_FINE:
+        return [f"{sig} significant figures on {n} values (< {MIN_VALUES_FINE})"]
+    return []
 
 
-def _title(s: Served, p: dict[str, Any]) -> Recomputed:
+def _has_readme(s: Served, d: dict[str, Any]) -> Recomputed:
+    directory = d["directory"]
+    if directory not in s.entries:
+        return unanswerable("no_such_path_value", note=f"no directory {directory!r}")
+    return Recomputed(d["entry"] in s.entries[directory])
+
+
+def _title(s: Served, d: dict[str, Any]) -> Recomputed:
     text = s.readme()
     if text is None:
         return unanswerable("readme_missing")
@@ -261,7 +296,7 @@ def _title(s: Served, p: dict[str, Any]) -> Recomputed:
     return Recomputed(first[2:].strip())
 
 
-def _abstract(s: Served, p: dict[str, Any]) -> Recomputed:
+def _abstract(s: Served, d: dict[str, Any]) -> Recomputed:
     text = s.readme()
     if text is None:
         return unanswerable("readme_missing")
@@ -276,60 +311,74 @@ def _abstract(s: Served, p: dict[str, Any]) -> Recomputed:
     return Recomputed("\n".join(body).strip())
 
 
-def _file_extension(s: Served, p: dict[str, Any]) -> Recomputed:
-    exts = {f.rsplit(".", 1)[-1] for f in s.data_files}
+def _file_extension(s: Served, d: dict[str, Any]) -> Recomputed:
+    directory = d["directory"]
+    if directory not in s.entries:
+        return unanswerable("no_such_path_value", note=f"no directory {directory!r}")
+    below = [f for f in s.data_files if not directory or f.startswith(directory + "/")]
+    exts = {f.rsplit(".", 1)[-1] for f in below}
     if len(exts) != 1:
-        raise CheckError(f"data files with several extensions {sorted(exts)}")
+        raise CheckError(f"data files under {directory!r} with extensions {sorted(exts)}")
     return Recomputed(exts.pop())
 
 
-def _count_prefix(s: Served, p: dict[str, Any]) -> Recomputed:
-    n = sum(f.startswith(p["prefix"]) for f in s.data_files)
-    return Recomputed(n) if n else unanswerable("no_such_path_value")
+def _count_prefix(s: Served, d: dict[str, Any]) -> Recomputed:
+    prefix = d["prefix"]
+    directory = prefix.rpartition("/")[0]
+    if directory not in s.entries:
+        return unanswerable("no_such_path_value", note=f"no directory {directory!r}")
+    return Recomputed(sum(f.startswith(prefix) for f in s.data_files))
 
 
-def _count_files(s: Served, p: dict[str, Any]) -> Recomputed:
-    conds = list(p["path_conditions"])
-    if any(s.absent_value(c) for c in conds):
-        return unanswerable("no_such_path_value")
-    return Recomputed(len(s.matching(conds)))
+def _count_files(s: Served, d: dict[str, Any]) -> Recomputed:
+    conds = list(d["path_conditions"])
+    if any(c["variable"] is None for c in conds):
+        return unanswerable("unrecorded_variable")
+    for c in conds:
+        if c["variable"] not in s.values:
+            raise CheckError(f"path variable {c['variable']!r} is not in the layout")
+    return Recomputed(len(s.matching(conds)))  # 0 too: a value no file has counts no file
 
 
-def _count_rows(s: Served, p: dict[str, Any]) -> Recomputed:
-    files, reasons = s.scope({"scope": "file", "file": p["file"]})
+def _count_rows(s: Served, d: dict[str, Any]) -> Recomputed:
+    files, reasons = s.scope({"scope": "file", "file": d["file"]})
     return unanswerable(*reasons) if reasons else Recomputed(len(s.frame(files[0])))
 
 
-def _count_missing(s: Served, p: dict[str, Any]) -> Recomputed:
-    files, reasons = s.scope({"scope": "file", "file": p["file"]})
+def _count_missing(s: Served, d: dict[str, Any]) -> Recomputed:
+    files, reasons = s.scope({"scope": "file", "file": d["file"]})
     if reasons:
         return unanswerable(*reasons)
     df = s.frame(files[0])
-    if p["column"] not in df.columns:
+    if d["column"] not in df.columns:
         return unanswerable("unrecorded_variable")
-    return Recomputed(int(df[p["column"]].isna().sum()))
+    return Recomputed(int(df[d["column"]].isna().sum()))
 
 
-def _mode(values: pd.Series) -> str:
-    counts = values.astype(str).value_counts()
-    top = counts.max()
-    return min(str(k) for k, n in counts.items() if n == top)
+def _non_numeric_role(s: Served, column: str) -> bool:
+    """An identifier or timestamp column (numeric statistics of it are not possible)."""
+    roles = {c.name: c.role for c in s.spec.columns}
+    return roles.get(column) in ("identifier", "datetime")
 
 
-def _univariate(s: Served, p: dict[str, Any]) -> Recomputed:
-    files, reasons = s.scope(p)
+def _numeric(s: Served, files: list[str], column: str) -> bool:
+    return s.is_numeric(files, column) and not _non_numeric_role(s, column)
+
+
+def _univariate(s: Served, d: dict[str, Any]) -> Recomputed:
+    files, reasons = s.scope(d)
     if reasons:
         return unanswerable(*reasons)
-    col, stat = p["column"], p["statistic"]
+    col, stat = d["column"], d["statistic"]
     if not s.has_column(files, col):
         return unanswerable("unrecorded_variable")
-    df = s.gather(files, [col, *_filter_columns(p)])
-    numeric = s.is_numeric(files, col)
-    values = df[col][row_mask(df, p.get("row_conditions", []))].dropna()
+    df = s.gather(files, [col, *_filter_columns(d)])
+    numeric = _numeric(s, files, col)
+    values = df[col][row_mask(df, d.get("row_conditions", []))].dropna()
     reasons = set()
     if stat in NUMERIC_STATISTICS and not numeric:
         reasons.add("categorical_column")
-    if stat == "mode" and numeric:
+    if stat == "mode" and s.is_numeric(files, col):
         raise CheckError(f"mode of the numeric column {col!r}")
     if values.empty:
         reasons.add("no_matching_rows")
@@ -337,11 +386,22 @@ def _univariate(s: Served, p: dict[str, Any]) -> Recomputed:
         reasons.add("too_few_rows")
     if reasons:
         return unanswerable(*reasons, note=f"n={len(values)}")
+    note = f"n={len(values)}"
     match stat:
         case "mode":
-            return Recomputed(_mode(values))
+            counts = values.astype(str).value_counts()
+            top = counts.max()
+            tied = sorted(str(k) for k, n in counts.items() if n == top)
+            second = max((int(n) for n in counts if n < top), default=0) if len(tied) == 1 else top
+            fragile = []
+            if int(top) - second < MIN_MODE_LEAD:
+                fragile.append(f"mode leads by {int(top) - second} counts (< {MIN_MODE_LEAD})")
+            if len(tied) > 1 and d.get("_ties") != "alphabetical":
+                return unanswerable("<tied mode, no tie rule in the text>", note=f"{tied}")
+            return Recomputed(tied[0], note=f"{note} counts {dict(counts.head(3))}",
+                              fragile=fragile)  # fmt: skip
         case "n_distinct":
-            return Recomputed(int(values.nunique()))
+            return Recomputed(int(values.nunique()), note=note)
     x = values.astype(float)
     fn: dict[str, Callable[[], float]] = {
         "min": x.min, "max": x.max, "median": x.median, "mean": x.mean,
@@ -349,28 +409,29 @@ def _univariate(s: Served, p: dict[str, Any]) -> Recomputed:
     }  # fmt: skip
     if stat not in fn:
         raise CheckError(f"unknown statistic {stat!r}")
-    return Recomputed(float(fn[stat]()), note=f"n={len(x)}")
+    return Recomputed(float(fn[stat]()), note=note, fragile=_fine_figures(d, len(x)))
 
 
-def _pairs(s: Served, p: dict[str, Any], x: str, y: str) -> tuple[list[str], Any]:
+def _pairs(s: Served, d: dict[str, Any], x: str, y: str) -> tuple[list[str], Any]:
     """Scope files and the complete (x, y) pairs after the row conditions, or a Recomputed."""
-    files, reasons = s.scope(p)
+    files, reasons = s.scope(d)
     if reasons:
         return files, unanswerable(*reasons)
     if not (s.has_column(files, x) and s.has_column(files, y)):
         return files, unanswerable("unrecorded_variable")
-    df = s.gather(files, [x, y, *_filter_columns(p)])
-    sub = df[row_mask(df, p.get("row_conditions", []))]
+    df = s.gather(files, [x, y, *_filter_columns(d)])
+    sub = df[row_mask(df, d.get("row_conditions", []))]
     return files, sub[[x, y]].dropna()
 
 
 def _correlation_reasons(s: Served, files, pairs, x, y, test: str) -> set[str]:
+    """v2: 3 complete rows, each column with >= 2 distinct values there; numeric columns
+    (labels, identifiers and timestamps are not) except for chi-square."""
     reasons: set[str] = set()
-    numeric = [s.is_numeric(files, c) for c in (x, y)]
     if test == "chi_square":
-        if any(numeric):
+        if any(s.is_numeric(files, c) for c in (x, y)):
             raise CheckError(f"chi-square of a numeric column ({x!r}, {y!r})")
-    elif not all(numeric):
+    elif not all(_numeric(s, files, c) for c in (x, y)):
         reasons.add("categorical_column")
     if len(pairs) == 0:
         reasons.add("no_matching_rows")
@@ -382,12 +443,16 @@ def _correlation_reasons(s: Served, files, pairs, x, y, test: str) -> set[str]:
 
 
 def _pair_statistic(pairs: pd.DataFrame, x: str, y: str, stat: str, correction: Any):
-    """(statistic, p-value) of the complete pairs."""
+    """(statistic, p-value, robustness violations) of the complete pairs."""
     if stat == "chi_square":
         if correction is None:
-            raise CheckError("chi_square without a 'correction' param")
-        res = stats.chi2_contingency(pd.crosstab(pairs[x], pairs[y]), correction=bool(correction))
-        return float(res.statistic), float(res.pvalue)
+            raise CheckError("chi_square without a stated Yates' correction")
+        table = pd.crosstab(pairs[x], pairs[y])
+        res = stats.chi2_contingency(table, correction=bool(correction))
+        low = float(np.min(res.expected_freq))
+        fragile = [] if low >= MIN_EXPECTED else [
+            f"chi-square expected count {low:.3g} (< {MIN_EXPECTED}), table {table.shape}"]
+        return float(res.statistic), float(res.pvalue), fragile
     a, b = pairs[x].to_numpy(dtype=float), pairs[y].to_numpy(dtype=float)
     match stat:
         case "pearson":
@@ -396,40 +461,47 @@ def _pair_statistic(pairs: pd.DataFrame, x: str, y: str, stat: str, correction: 
             res = stats.spearmanr(a, b)
         case "ols_slope":
             res = stats.linregress(a, b)
-            return float(res.slope), float(res.pvalue)
+            return float(res.slope), float(res.pvalue), []
         case _:
             raise CheckError(f"unknown statistic {stat!r}")
-    return float(res.statistic), float(res.pvalue)
+    return float(res.statistic), float(res.pvalue), []
 
 
-def _bivariate(s: Served, p: dict[str, Any]) -> Recomputed:
-    x, y, stat = p["x"], p["y"], p["statistic"]
-    files, pairs = _pairs(s, p, x, y)
+def _bivariate(s: Served, d: dict[str, Any]) -> Recomputed:
+    x, y, stat = d["x"], d["y"], d["statistic"]
+    files, pairs = _pairs(s, d, x, y)
     if isinstance(pairs, Recomputed):
         return pairs
     reasons = _correlation_reasons(s, files, pairs, x, y, stat)
     if reasons:
         return unanswerable(*reasons, note=f"n={len(pairs)}")
-    value, _ = _pair_statistic(pairs, x, y, stat, p.get("correction"))
-    return Recomputed(value, note=f"n={len(pairs)}")
+    value, _, fragile = _pair_statistic(pairs, x, y, stat, d.get("correction"))
+    fragile += _fine_figures(d, len(pairs))
+    return Recomputed(value, note=f"n={len(pairs)}", fragile=fragile)
 
 
-def _welch(s: Served, p: dict[str, Any]) -> Recomputed:
-    files, reasons = s.scope(p)
+def _near_alpha(pvalue: float, alpha: float) -> list[str]:
+    if abs(pvalue - alpha) <= ALPHA_MARGIN * alpha:
+        return [f"p = {pvalue:.4g} within {ALPHA_MARGIN:.0%} of alpha {alpha}"]
+    return []
+
+
+def _welch(s: Served, d: dict[str, Any]) -> Recomputed:
+    files, reasons = s.scope(d)
     if reasons:
         return unanswerable(*reasons)
-    col, group = p["column"], p["group_column"]
+    col, group = d["column"], d["group_column"]
     if not (s.has_column(files, col) and s.has_column(files, group)):
         return unanswerable("unrecorded_variable")
     if s.is_numeric(files, group):
         raise CheckError(f"welch_t grouped by the numeric column {group!r}")
-    df = s.gather(files, [col, group, *_filter_columns(p)])
-    sub = df[row_mask(df, p.get("row_conditions", []))]
+    df = s.gather(files, [col, group, *_filter_columns(d)])
+    sub = df[row_mask(df, d.get("row_conditions", []))]
     sub = sub[sub[col].notna() & sub[group].notna()]
-    a = sub[col][sub[group] == p["group_a"]].astype(float)
-    b = sub[col][sub[group] == p["group_b"]].astype(float)
+    a = sub[col][sub[group] == d["group_a"]]
+    b = sub[col][sub[group] == d["group_b"]]
     note = f"n_a={len(a)} n_b={len(b)}"
-    reasons = set() if s.is_numeric(files, col) else {"categorical_column"}
+    reasons = set() if _numeric(s, files, col) else {"categorical_column"}
     if len(a) + len(b) == 0:
         reasons.add("no_matching_rows")
     elif min(len(a), len(b)) < 2:
@@ -438,62 +510,80 @@ def _welch(s: Served, p: dict[str, Any]) -> Recomputed:
         reasons.add("constant_column")
     if reasons:
         return unanswerable(*reasons, note=note)
-    pvalue = float(stats.ttest_ind(a, b, equal_var=False).pvalue)
+    pvalue = float(stats.ttest_ind(a.astype(float), b.astype(float), equal_var=False).pvalue)
     if not math.isfinite(pvalue):
         raise CheckError(f"welch_t p-value {pvalue}")
-    return Recomputed(pvalue < p["alpha"], note=f"{note} p={pvalue:.6g}")
+    fragile = _near_alpha(pvalue, d["alpha"])
+    if min(len(a), len(b)) < MIN_WELCH_GROUP:
+        fragile.append(f"Welch group sizes {len(a)}, {len(b)} (< {MIN_WELCH_GROUP})")
+    return Recomputed(pvalue < d["alpha"], note=f"{note} p={pvalue:.6g}", fragile=fragile)
 
 
-def _hypothesis(s: Served, p: dict[str, Any]) -> Recomputed:
-    test = p["test"]
+def _hypothesis(s: Served, d: dict[str, Any]) -> Recomputed:
+    test = d["test"]
     if test == "welch_t":
-        return _welch(s, p)
+        return _welch(s, d)
     if test not in ("pearson", "spearman", "chi_square"):
         raise CheckError(f"unknown test {test!r}")
-    x, y = p["x"], p["y"]
-    files, pairs = _pairs(s, p, x, y)
+    x, y = d["x"], d["y"]
+    files, pairs = _pairs(s, d, x, y)
     if isinstance(pairs, Recomputed):
         return pairs
     reasons = _correlation_reasons(s, files, pairs, x, y, test)
     if reasons:
         return unanswerable(*reasons, note=f"n={len(pairs)}")
-    _, pvalue = _pair_statistic(pairs, x, y, test, p.get("correction"))
+    _, pvalue, fragile = _pair_statistic(pairs, x, y, test, d.get("correction"))
     if not math.isfinite(pvalue):
         raise CheckError(f"{test} p-value {pvalue}")
-    return Recomputed(pvalue < p["alpha"], note=f"n={len(pairs)} p={pvalue:.6g}")
+    fragile += _near_alpha(pvalue, d["alpha"])
+    return Recomputed(pvalue < d["alpha"], note=f"n={len(pairs)} p={pvalue:.6g}",
+                      fragile=fragile)  # fmt: skip
 
 
-def _group_comparison(s: Served, p: dict[str, Any]) -> Recomputed:
-    files, reasons = s.scope(p)
+def _group_comparison(s: Served, d: dict[str, Any]) -> Recomputed:
+    files, reasons = s.scope(d)
     if reasons:
         return unanswerable(*reasons)
-    col, by, kind = p["column"], p["group_by"], p["group_kind"]
+    col, by, kind = d["column"], d["group_by"], d["group_kind"]
     if not s.has_column(files, col):
         return unanswerable("unrecorded_variable")
     if kind == "path":
         if by not in s.values:
             raise CheckError(f"unknown path variable {by!r}")
-        df = s.gather(files, [col, *_filter_columns(p)], path_group=by)
+        df = s.gather(files, [col, *_filter_columns(d)], path_group=by)
         key = "__group__"
     elif kind == "column":
         if not s.has_column(files, by):
             return unanswerable("unrecorded_variable")
-        df = s.gather(files, [col, by, *_filter_columns(p)])
+        df = s.gather(files, [col, by, *_filter_columns(d)])
         key = by
     else:
         raise CheckError(f"bad group_kind {kind!r}")
-    sub = df[row_mask(df, p.get("row_conditions", []))]
+    sub = df[row_mask(df, d.get("row_conditions", []))]
     sub = sub[sub[col].notna() & sub[key].notna()]
-    reasons = set() if s.is_numeric(files, col) else {"categorical_column"}
+    reasons = set() if _numeric(s, files, col) else {"categorical_column"}
     if sub.empty:
         reasons.add("no_matching_rows")
     if reasons:
         return unanswerable(*reasons)
-    means = sub.groupby(key)[col].mean().sort_values(ascending=p["direction"] == "lowest")
-    note = "means " + ", ".join(f"{k}={v:.6g}" for k, v in means.items())
+    grouped = sub.groupby(key)[col]
+    means = grouped.mean().sort_values(ascending=d["direction"] == "lowest", kind="stable")
+    sizes = grouped.size()
+    note = "means " + ", ".join(f"{k}={v:.6g} (n={sizes[k]})" for k, v in means.items())
     if len(means) >= 2 and math.isclose(means.iloc[0], means.iloc[1], rel_tol=REL_TOL):
         return unanswerable("<no unique winner>", note=note)
-    return Recomputed(str(means.index[0]), note=note)
+    fragile = []
+    small = sorted(str(k) for k, n in sizes.items() if n < MIN_GROUP_VALUES)
+    if small:
+        fragile.append(f"groups with < {MIN_GROUP_VALUES} values: {small[:5]}")
+    if len(means) < 2:
+        fragile.append("a single group competes")
+    else:
+        best, second = float(means.iloc[0]), float(means.iloc[1])
+        lead = abs(best - second) / max(abs(best), abs(second))
+        if lead < MIN_LEAD:
+            fragile.append(f"winner leads the runner-up by {lead:.3%} (< {MIN_LEAD:.0%})")
+    return Recomputed(str(means.index[0]), note=note, fragile=fragile)
 
 
 RECOMPUTE: dict[str, Callable[[Served, dict[str, Any]], Recomputed]] = {
@@ -514,10 +604,17 @@ ANSWER_TYPES = {"yes_no": bool, "integer": int, "float": float, "category": str,
                 "extension": str, "text": str}  # fmt: skip
 
 
+def describe(served: Served, question) -> dict[str, Any]:
+    """The question's description read from its text (``_sig_figs`` added); never its params."""
+    desc, sig_figs = parse(question, served.spec)
+    return {**desc, "_sig_figs": sig_figs}
+
+
 def recompute(served: Served, question) -> Recomputed:
+    """The answer recomputed from the description in the question's TEXT."""
     if question.type not in RECOMPUTE:
         raise CheckError(f"unknown question type {question.type!r}: teach the checker about it")
-    return RECOMPUTE[question.type](served, question.params)
+    return RECOMPUTE[question.type](served, describe(served, question))
 
 
 # --- comparison --------------------------------------------------------------------------------
@@ -542,44 +639,79 @@ def same_value(kind: str, gold: Any, got: Any, sig_figs: int | None) -> bool:
     return gold == got
 
 
-def check_question(served: Served, question) -> str | None:
-    """None when the gold agrees with the recomputation, else a one-line description."""
+KINDS = ("parse", "params", "answer", "reason", "robustness", "crash", "grading")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One failure: the question, its type, the kind of failure (one of KINDS), a message."""
+
+    qid: str
+    type: str
+    kind: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"[{self.kind}] {self.message}"
+
+
+def check_question(served: Served, question) -> list[Finding]:
+    """Every failure of one question ([] when text, params, gold and data all agree)."""
     q = question
-    head = f"{q.id} [{'answerable' if q.answerable else 'reason ' + str(q.reason)}] {q.params}"
+    head = f"{q.id} [{'answerable' if q.answerable else 'reason ' + str(q.reason)}]"
+
+    def found(kind: str, msg: str) -> list[Finding]:
+        return [Finding(q.id, q.type, kind, f"{head}: {msg}")]
+
     try:
-        got = recompute(served, q)
+        desc = describe(served, q)
     except CheckError as err:
-        return f"{head}: cannot check: {err}"
+        return found("parse", f"cannot read the text: {err}")
+    out: list[Finding] = []
+    diffs = differences({k: v for k, v in desc.items() if not k.startswith("_")}, q.params)
+    if diffs:
+        out += found("params", "text and params disagree: " + "; ".join(diffs))
+    if desc["_sig_figs"] != q.sig_figs:
+        out += found("params", f"the text asks {desc['_sig_figs']} significant figures, "
+                               f"sig_figs is {q.sig_figs}")  # fmt: skip
+    try:
+        got = RECOMPUTE[q.type](served, desc)
+    except CheckError as err:
+        return out + found("crash", f"cannot check: {err} (text {q.text!r})")
     except Exception as err:  # a crash of the recomputation is a disagreement too
-        return f"{head}: recomputation failed: {type(err).__name__}: {err}"
+        return out + found("crash", f"recomputation failed: {type(err).__name__}: {err}")
     bad_evidence = [f for f in q.evidence if f not in served.file_set]
     if bad_evidence:
-        return f"{head}: evidence lists files that are not served: {bad_evidence[:3]}"
+        out += found("answer", f"evidence lists files that are not served: {bad_evidence[:3]}")
     if q.answerable:
         if not got.answerable:
-            found = f"unanswerable {sorted(got.reasons)} {got.note}"
-            return f"{head}: expected {q.answer!r}, recomputed {found}"
+            return out + found(
+                "answer", f"expected {q.answer!r}, recomputed unanswerable {sorted(got.reasons)} "
+                f"{got.note} (text {q.text!r})")  # fmt: skip
         want_type = ANSWER_TYPES.get(q.answer_kind)
         if (
             want_type is None
             or not isinstance(q.answer, want_type)
             or (want_type is int and isinstance(q.answer, bool))
         ):
-            return f"{head}: answer {q.answer!r} is not of kind {q.answer_kind}"
+            return out + found("answer", f"answer {q.answer!r} is not of kind {q.answer_kind}")
         if q.answer_kind == "float" and not (q.sig_figs and 1 <= q.sig_figs <= 10):
-            return f"{head}: float answer without sensible sig_figs ({q.sig_figs})"
-        if not same_value(q.answer_kind, q.answer, got.answer, q.sig_figs):
-            return f"{head}: expected {q.answer!r}, recomputed {got.answer!r} {got.note}"
-        return None
+            return out + found("answer", f"float answer without sensible sig_figs ({q.sig_figs})")
+        if not same_value(q.answer_kind, q.answer, got.answer, desc["_sig_figs"]):
+            return out + found("answer", f"expected {q.answer!r}, recomputed {got.answer!r} "
+                                         f"{got.note} (text {q.text!r})")  # fmt: skip
+        if got.fragile:
+            out += found("robustness", "; ".join(got.fragile) + f" ({got.note})")
+        return out
     if q.answer is not None:
-        return f"{head}: unanswerable but carries answer {q.answer!r}"
+        return out + found("reason", f"unanswerable but carries answer {q.answer!r}")
     if got.answerable:
-        found = f"answer {got.answer!r} {got.note}"
-        return f"{head}: stated unanswerable ({q.reason}), recomputed {found}"
+        return out + found("reason", f"stated unanswerable ({q.reason}), recomputed answer "
+                                     f"{got.answer!r} {got.note} (text {q.text!r})")  # fmt: skip
     if q.reason not in got.reasons:
-        found = f"reasons {sorted(got.reasons)} {got.note}"
-        return f"{head}: stated reason {q.reason}, recomputed {found}"
-    return None
+        found_ = f"recomputed reasons {sorted(got.reasons)} {got.note} (text {q.text!r})"
+        return out + found("reason", f"stated reason {q.reason}, {found_}")
+    return out
 
 
 def check_grading(question, grade, format_answer) -> str | None:
@@ -595,9 +727,9 @@ def check_grading(question, grade, format_answer) -> str | None:
     return None
 
 
-def check_repository(repo, questions) -> list[str]:
+def check_repository(repo, questions) -> list[Finding]:
     served = Served(repo)
-    return [msg for q in questions if (msg := check_question(served, q)) is not None]
+    return [f for q in questions for f in check_question(served, q)]
 
 
 @dataclass
@@ -606,9 +738,12 @@ class SeedReport:
 
     seed: int
     questions: int
-    kinds: dict[str, int]
-    failures: list[str]
-    grading: list[str] | None  # None when isg_gym.rewards is not importable
+    kinds: dict[str, int]  # "type:reason or answerable" -> questions
+    findings: list[Finding]  # everything but grading
+    grading: list[Finding] | None  # None when isg_gym.rewards is not importable
+
+    def of_kind(self, *kinds: str) -> list[Finding]:
+        return [f for f in self.findings if f.kind in kinds]
 
 
 def check_seed(seed: int, per_repo: int = 8) -> SeedReport:
@@ -622,12 +757,13 @@ def check_seed(seed: int, per_repo: int = 8) -> SeedReport:
     try:
         questions = generate_questions(repo, per_repo)
     except Exception as err:
-        return SeedReport(seed, 0, {}, [f"seed {seed}: generation failed: {err!r}"], [])
+        return SeedReport(seed, 0, {}, [Finding(f"{seed}", "-", "crash",
+                                                f"seed {seed}: generation failed: {err!r}")], [])
     try:
-        failures = check_repository(repo, questions)
+        findings = check_repository(repo, questions)
     except CheckError as err:  # e.g. a served path that does not match the layout
-        failures = [f"seed {seed}: {err}"]
-    grading: list[str] | None
+        findings = [Finding(f"{seed}", "-", "crash", f"seed {seed}: {err}")]
+    grading: list[Finding] | None
     try:
         from isg_gym.rewards import grade
     except ImportError:
@@ -640,9 +776,9 @@ def check_seed(seed: int, per_repo: int = 8) -> SeedReport:
             except Exception as err:
                 msg = f"{q.id}: grading failed: {type(err).__name__}: {err}"
             if msg is not None:
-                grading.append(msg)
+                grading.append(Finding(q.id, q.type, "grading", msg))
     kinds = Counter(f"{q.type}:{q.reason or 'answerable'}" for q in questions)
-    return SeedReport(seed, len(questions), dict(kinds), failures, grading)
+    return SeedReport(seed, len(questions), dict(kinds), findings, grading)
 
 
 def check_seeds(seeds: range | list[int], per_repo: int = 8, workers: int | None = None):
@@ -658,24 +794,55 @@ def check_seeds(seeds: range | list[int], per_repo: int = 8, workers: int | None
         return list(pool.map(partial(check_seed, per_repo=per_repo), seeds, chunksize=4))
 
 
-def main(argv: list[str]) -> int:
-    import time
+def summary(reports: list[SeedReport]) -> str:
+    """Questions checked, repositories, and failures by type and kind (a table)."""
     from collections import Counter
 
-    seeds = int(argv[1]) if len(argv) > 1 else 40
-    per = int(argv[2]) if len(argv) > 2 else 8
-    start = time.perf_counter()
-    reports = check_seeds(range(seeds), per)
-    failures = [m for r in reports for m in r.failures]
-    grading = [m for r in reports for m in (r.grading or [])]
-    kinds: Counter[str] = Counter()
+    questions = Counter()
     for r in reports:
-        kinds.update(r.kinds)
-    print("\n".join(failures + grading))
-    print(f"{sum(r.questions for r in reports)} questions, {len(failures)} disagreements, "
-          f"{len(grading)} grading failures, {time.perf_counter() - start:.1f} s")  # fmt: skip
-    print(dict(sorted(kinds.items())))
-    return 1 if failures or grading else 0
+        for key, n in r.kinds.items():
+            questions[key.split(":")[0]] += n
+    findings = [f for r in reports for f in [*r.findings, *(r.grading or [])]]
+    failed = Counter((f.type, f.kind) for f in findings)
+    failed_questions = len({f.qid for f in findings if f.kind != "robustness"})
+    lines = [f"{sum(questions.values())} questions over {len(reports)} repositories; "
+             f"{failed_questions} disagree (robustness aside), "
+             f"{len({f.qid for f in findings if f.kind == 'robustness'})} break a robustness "
+             "rule"]  # fmt: skip
+    lines.append(f"{'type':<22}{'questions':>10}" + "".join(f"{k:>11}" for k in KINDS))
+    for qtype in sorted(set(questions) | {t for t, _ in failed}):
+        lines.append(f"{qtype:<22}{questions[qtype]:>10}"
+                     + "".join(f"{failed[qtype, k]:>11}" for k in KINDS))  # fmt: skip
+    return "\n".join(lines)
+
+
+def _seeds(arg: str) -> range:
+    """``40`` (seeds 0-39) or ``100-400`` (seeds 100-399)."""
+    if re.fullmatch(r"\d+", arg):
+        return range(int(arg))
+    m = re.fullmatch(r"(\d+)-(\d+)", arg)
+    if m is None or int(m.group(1)) >= int(m.group(2)):
+        raise SystemExit(f"bad SEEDS {arg!r}: give a count (40) or a range START-STOP (0-60)")
+    return range(int(m.group(1)), int(m.group(2)))
+
+
+def main(argv: list[str]) -> int:
+    """``python tests/checker.py [SEEDS] [PER_REPO] [KIND...]``: every failure, then the table
+    (KIND limits the listing to some of: parse params answer reason robustness crash grading)."""
+    import time
+
+    seeds = _seeds(argv[1]) if len(argv) > 1 else range(40)
+    per = int(argv[2]) if len(argv) > 2 else 8
+    show = set(argv[3:]) or set(KINDS)
+    if not show <= set(KINDS):
+        raise SystemExit(f"unknown kinds {sorted(show - set(KINDS))}: choose from {KINDS}")
+    start = time.perf_counter()
+    reports = check_seeds(seeds, per)
+    findings = [f for r in reports for f in [*r.findings, *(r.grading or [])]]
+    print("\n".join(str(f) for f in findings if f.kind in show))
+    print(summary(reports))
+    print(f"{time.perf_counter() - start:.1f} s")
+    return 1 if findings else 0
 
 
 if __name__ == "__main__":

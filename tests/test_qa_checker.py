@@ -1,8 +1,11 @@
-"""Every generated question agrees with an independent recomputation from the served files.
+"""Every generated question, read from its TEXT, agrees with an independent recomputation.
 
-``tests/checker.py`` recomputes answers (and unanswerability reasons) from what an agent sees:
-the file listing, the served bytes parsed with pandas, and path tokens parsed from path strings.
-``ISG_CHECKER_SEEDS=40 python -m pytest tests/test_qa_checker.py`` is the fast variant.
+``tests/question_text.py`` reads each question's description from its text (never from
+``params``); ``tests/checker.py`` recomputes answers (and unanswerability reasons) from what an
+agent sees: the served bytes parsed with pandas and path tokens parsed from path strings, under
+the v2 conventions, and holds answerable gold to the robustness rules.
+``ISG_CHECKER_SEEDS=40 python -m pytest tests/test_qa_checker.py`` is the fast variant;
+``python tests/checker.py 0-1000 8`` is a larger sweep with a table by type and failure kind.
 """
 
 import dataclasses
@@ -10,7 +13,8 @@ import os
 from collections import Counter
 
 import pytest
-from checker import RECOMPUTE, Served, check_question, check_seeds
+from checker import KINDS, RECOMPUTE, Served, check_question, check_seeds, summary
+from question_text import PARSERS, CheckError, differences, parse
 
 from isg_gym.qa import QUESTION_TYPES, generate_questions
 from isg_gym.repository import Repository
@@ -24,35 +28,71 @@ def reports():
     return check_seeds(SEEDS, PER_REPOSITORY)
 
 
-def _listing(messages: list[str], limit: int = 60) -> str:
-    more = f"\n... and {len(messages) - limit} more" if len(messages) > limit else ""
-    return "\n".join(messages[:limit]) + more
+@pytest.fixture(scope="module")
+def sample():
+    """(served repository, its questions) for a few repositories."""
+    out = []
+    for seed in range(12):
+        repo = Repository.from_seed(seed)
+        out.append((Served(repo), generate_questions(repo, 8)))
+    return out
+
+
+def _listing(findings, limit: int = 40) -> str:
+    more = f"\n... and {len(findings) - limit} more" if len(findings) > limit else ""
+    return "\n".join(str(f) for f in findings[:limit]) + more
+
+
+def _of_kind(reports, *kinds: str):
+    return [f for r in reports for f in r.findings if f.kind in kinds]
 
 
 def test_checker_knows_every_registered_type():
-    unknown = sorted(set(QUESTION_TYPES) - set(RECOMPUTE))
     assert QUESTION_TYPES, "no question types are registered"
-    assert not unknown, f"question types the checker cannot recompute: {unknown}"
+    for table, what in ((RECOMPUTE, "recompute"), (PARSERS, "read from the text")):
+        unknown = sorted(set(QUESTION_TYPES) - set(table))
+        assert not unknown, f"question types the checker cannot {what}: {unknown}"
+
+
+def test_every_question_is_read_from_its_text_and_matches_its_params(reports):
+    failures = _of_kind(reports, "parse", "params")
+    total = sum(r.questions for r in reports)
+    assert total >= 0.9 * len(SEEDS) * PER_REPOSITORY, f"only {total} questions generated"
+    assert not failures, (
+        f"{len(failures)} of {total} questions unreadable or not what their params say:\n"
+        + _listing(failures) + "\n" + summary(reports)
+    )
 
 
 def test_every_gold_answer_is_recomputed_from_served_files(reports):
-    failures = [m for r in reports for m in r.failures]
+    failures = _of_kind(reports, "answer", "reason", "crash")
     total = sum(r.questions for r in reports)
     kinds = Counter()
     for r in reports:
         kinds.update(r.kinds)
-    assert total >= 0.9 * len(SEEDS) * PER_REPOSITORY, f"only {total} questions generated"
     assert not failures, (
         f"{len(failures)} of {total} questions disagree with the recomputation:\n"
-        + _listing(failures)
+        + _listing(failures) + "\n" + summary(reports)
     )
     print(f"\n{total} questions agree; by type and reason: {dict(sorted(kinds.items()))}")
+
+
+def test_every_answerable_gold_is_robust(reports):
+    """Expected counts >= 5 (chi-square), >= 5 per Welch group, group winners lead by >= 1%
+    with >= 5 values per group, modes lead by >= 2, p not within 25% of alpha, 4-5 significant
+    figures only on >= 10 values."""
+    failures = _of_kind(reports, "robustness")
+    by_type = Counter(f.type for f in failures)
+    assert not failures, (
+        f"{len(failures)} answerable questions break a robustness rule {dict(by_type)}:\n"
+        + _listing(failures)
+    )
 
 
 def test_every_gold_answer_grades_as_correct(reports):
     if any(r.grading is None for r in reports):
         pytest.skip("isg_gym.rewards is not importable yet")
-    failures = [m for r in reports for m in r.grading]
+    failures = [f for r in reports for f in r.grading]
     assert not failures, f"{len(failures)} gold answers mis-graded:\n" + _listing(failures)
 
 
@@ -73,12 +113,88 @@ def _wrong(q):
     return dataclasses.replace(q, answer=answer)
 
 
-def test_the_checker_catches_wrong_gold_answers():
+def _core(findings) -> list:
+    return [f for f in findings if f.kind != "robustness"]
+
+
+def test_the_checker_catches_wrong_gold_answers(sample):
     checked = 0
-    for seed in range(12):
-        repo = Repository.from_seed(seed)
-        served = Served(repo)
-        for q in generate_questions(repo, 6):
-            assert check_question(served, _wrong(q)) is not None, q.id
+    for served, questions in sample:
+        for q in questions:
+            if _core(check_question(served, q)):
+                continue  # already failing for another reason: reported by the sweep
+            assert _core(check_question(served, _wrong(q))), q.id
             checked += 1
     assert checked >= 60
+
+
+# Edits of a question's text that change what it asks (params untouched).
+_EDITS = (
+    (" is at least ", " is at most "),
+    (" is greater than ", " is less than "),
+    (" is less than ", " is at least "),
+    ("highest", "lowest"),
+    ("the mean of", "the median of"),
+    ("the minimum of", "the maximum of"),
+    ("Pearson", "Spearman"),
+    ("without Yates'", "with Yates'"),
+    ("significance level 0.05", "significance level 0.01"),
+)
+
+
+def test_the_text_is_read_so_a_text_that_disagrees_with_its_params_fails(sample):
+    """A text that asks something else than the params fails (params or answer), and the
+    recomputation follows the text, not the params."""
+    edited = 0
+    for served, questions in sample:
+        for q in questions:
+            if _core(check_question(served, q)):
+                continue
+            for old, new in _EDITS:
+                if old in q.text:
+                    bad = dataclasses.replace(q, text=q.text.replace(old, new))
+                    found = _core(check_question(served, bad))
+                    assert found, f"{q.id}: {old!r} -> {new!r} went unseen"
+                    assert {f.kind for f in found} & {"params", "parse"}, (q.id, found)
+                    edited += 1
+    assert edited >= 20, f"only {edited} texts edited"
+
+
+def test_params_that_disagree_with_the_text_are_reported(sample):
+    changed = 0
+    for served, questions in sample:
+        for q in questions:
+            if not q.params or _core(check_question(served, q)):
+                continue
+            key = sorted(q.params)[0]
+            bad = dataclasses.replace(q, params={**q.params, key: "something else"})
+            kinds = {f.kind for f in check_question(served, bad)}
+            assert "params" in kinds, (q.id, key, kinds)
+            changed += 1
+    assert changed >= 40
+
+
+def test_an_unreadable_text_is_a_loud_error_naming_the_question(sample):
+    served, questions = sample[0]
+    data = [q for q in questions if q.type in ("univariate_statistic", "bivariate_statistic",
+                                               "hypothesis_test", "group_comparison")]  # fmt: skip
+    assert data
+    for q in data:
+        bad = dataclasses.replace(q, text="What is the answer? Give it to 3 significant figures.")
+        with pytest.raises(CheckError, match=q.id.replace(".", r"\.")):
+            parse(bad, served.spec)
+        (finding,) = check_question(served, bad)
+        assert finding.kind == "parse" and q.id in finding.message and "What is" in finding.message
+
+
+def test_differences_compare_numbers_exactly_and_name_the_key():
+    assert differences({"a": 1, "b": [2.0, "x"]}, {"a": 1.0, "b": [2, "x"]}) == []
+    (diff,) = differences({"a": 99.63}, {"a": 99.626})
+    assert "params.a" in diff and "99.626" in diff
+    assert differences({"a": True}, {"a": 1}) != []
+    assert differences({"a": 1}, {}) != [] and differences({}, {"a": 1}) != []
+
+
+def test_kinds_are_reported_in_the_summary(reports):
+    table = summary(reports[:3])
+    assert all(k in table for k in KINDS)
