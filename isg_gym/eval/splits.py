@@ -9,13 +9,36 @@ Repository seeds are split three ways, so that training never touches what is ev
 - :data:`TEST_REPOSITORIES` ``[2_000_000_000, 2_000_001_000)``: held out. ``isg-test-500`` is
   500 questions over its first 500 repositories.
 
-A split takes one question per repository: repository ``s`` asks a question of type
-``TYPES[s % 12]`` (the 12 types in alphabetical order), from the first question slot of ``s``
-that holds one (:func:`isg_gym.qa.sampling.question_at`), so every type appears about equally
-often and each slot keeps its answerability (a quarter of the questions are unanswerable, as
-in ``ISG-v0``). When a repository offers no question of its type within 64 slots, the next
-type in the order is taken. The question ids are stored in ``isg_gym/data/splits/NAME.txt``;
-``python -m isg_gym.eval.splits --check`` regenerates them and compares.
+A split takes one question per repository, balanced by construction: each question's type and
+answerability are chosen first, then its slot.
+
+- **Type.** Repository ``s`` asks the type with the fewest questions so far in the split, ties
+  broken in the order ``TYPES[s % 12], TYPES[s % 12 + 1], ...`` (the 12 types in alphabetical
+  order). While every repository offers what it is asked, this is simply ``TYPES[s % 12]``.
+- **Answerability.** Per type, the questions placed in the split are numbered ``k = 0, 1, ...``
+  and cut into blocks of 4 (for the nominal 1/4 unanswerable share,
+  :data:`~isg_gym.qa.sampling.DEFAULT_UNANSWERABLE_RATIO`); which question of a block is
+  unanswerable is drawn from ``derive(start, "split-answerability", type, block)`` (``start``:
+  the split's first repository). Every type's unanswerable share in a split is then nominal to
+  within one question, and a question's position does not predict it.
+- **Slot.** The first of ``s``'s :data:`SLOTS` slots whose own answerability
+  (:func:`~isg_gym.qa.sampling.slot_answerable`) is the chosen one and that holds a question of
+  the type (:func:`~isg_gym.qa.sampling.make_question`), so that the id ``s.type.slot``
+  regenerates the same question (:func:`~isg_gym.qa.sampling.question_from_id`).
+- **Fallback.** When ``s`` offers no question of that type and answerability within
+  :data:`SLOTS` slots (a title question due to be answerable, in a repository whose README hides
+  the title), the next type in the tie-break order is taken, with that type's own next
+  answerability; the type passed over keeps its pending answerability, and being behind it is
+  asked first by the following repositories until one offers it. (Taking only "the next type"
+  would leave rarely answerable types such as ``abstract`` with a handful of questions, whose
+  share could not be near nominal.)
+
+A split therefore depends on its first repository (``repos:A-B`` is computed from ``A`` on).
+
+The question ids are stored in ``isg_gym/data/splits/NAME.txt``;
+``python -m isg_gym.eval.splits --check`` regenerates and compares them, prints a per-type table
+of counts and unanswerable shares of each split, and exits non-zero when a file differs or a
+type's share is more than :data:`MAX_SHARE_GAP` from nominal.
 """
 
 from __future__ import annotations
@@ -25,18 +48,27 @@ import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
 from isg_gym.qa import QUESTION_TYPES
-from isg_gym.qa.sampling import parse_question_id, question_at
+from isg_gym.qa.sampling import (
+    DEFAULT_UNANSWERABLE_RATIO,
+    make_question,
+    parse_question_id,
+    slot_answerable,
+)
 from isg_gym.repository import Repository
+from isg_gym.seeding import derive
 
 EVAL_REPOSITORIES = range(0, 1000)
 TRAIN_REPOSITORIES = range(1000, 2_000_000_000)
 TEST_REPOSITORIES = range(2_000_000_000, 2_000_001_000)
 TYPES: tuple[str, ...] = tuple(sorted(QUESTION_TYPES))
 SLOTS = 64
+MAX_SHARE_GAP = 0.05  # the most a type's unanswerable share in a split may be off nominal
 _REPOS = re.compile(r"^repos:(\d+)-(\d+)$")
 
 
@@ -67,22 +99,106 @@ SPLITS: dict[str, Split] = {
 }
 
 
-def split_question(seed: int) -> str:
-    """The id of repository ``seed``'s question in a split (see the module docstring)."""
-    repo = Repository.from_seed(seed)
-    first = seed % len(TYPES)
-    for shift in range(len(TYPES)):
-        kind = TYPES[(first + shift) % len(TYPES)]
-        for slot in range(SLOTS):
-            question = question_at(repo, slot, [kind])
-            if question is not None:
-                return question.id
-    raise ValueError(f"repository {seed} offers no question in {SLOTS} slots")
+@lru_cache(maxsize=4096)
+def _block(start: int, kind: str, index: int) -> tuple[bool, ...]:
+    """Answerabilities of block ``index`` of type ``kind`` in the split starting at ``start``
+    (with the nominal 1/4: one unanswerable question in 4, at a drawn position)."""
+    share = Fraction(DEFAULT_UNANSWERABLE_RATIO).limit_denominator(100)
+    size, unanswerable = share.denominator, share.numerator
+    rng = derive(start, "split-answerability", kind, index)
+    picked = set(rng.permutation(size)[:unanswerable].tolist())
+    return tuple(i not in picked for i in range(size))
+
+
+def split_answerability(start: int, kind: str, k: int) -> bool:
+    """Whether the ``k``-th question of type ``kind`` in the split starting at ``start`` is
+    answerable."""
+    size = len(_block(start, kind, 0))
+    return _block(start, kind, k // size)[k % size]
+
+
+def question_of(repo: Repository, kind: str, answerable: bool) -> str | None:
+    """Id of the first of ``repo``'s slots with that answerability holding a ``kind`` question."""
+    for slot in range(SLOTS):
+        if slot_answerable(repo.seed, slot, DEFAULT_UNANSWERABLE_RATIO) != answerable:
+            continue
+        question = make_question(repo, kind, slot, answerable)
+        if question is not None:
+            return question.id
+    return None
 
 
 def generate_split(repositories: Sequence[int] | range) -> list[str]:
-    """Question ids of a split over ``repositories`` (one each), computed from scratch."""
-    return [split_question(seed) for seed in repositories]
+    """Question ids of a split over ``repositories`` (one each, in order), computed from scratch
+    as the module docstring describes."""
+    seeds = list(repositories)
+    if not seeds:
+        return []
+    start = seeds[0]
+    counts = dict.fromkeys(TYPES, 0)
+    ids = []
+    for seed in seeds:
+        repo = Repository.from_seed(seed)
+        first = seed % len(TYPES)
+        rotation = [TYPES[(first + shift) % len(TYPES)] for shift in range(len(TYPES))]
+        order = sorted(rotation, key=counts.__getitem__)  # a stable sort: ties rotate
+        for kind in order:
+            qid = question_of(repo, kind, split_answerability(start, kind, counts[kind]))
+            if qid is not None:
+                counts[kind] += 1
+                ids.append(qid)
+                break
+        else:
+            raise ValueError(f"repository {seed} offers no question in {SLOTS} slots")
+    return ids
+
+
+def split_question(seed: int) -> str:
+    """The id of repository ``seed``'s question in a split that starts at ``seed``."""
+    return generate_split([seed])[0]
+
+
+def question_answerable(question_id: str) -> bool:
+    """Whether a split question is answerable, from its id alone (its slot's answerability)."""
+    seed, _, slot = parse_question_id(question_id)
+    return slot_answerable(seed, slot, DEFAULT_UNANSWERABLE_RATIO)
+
+
+def type_shares(ids: Sequence[str]) -> dict[str, tuple[int, float]]:
+    """Type -> (number of questions, unanswerable share) over the question ids of a split."""
+    out: dict[str, tuple[int, float]] = {}
+    for kind in TYPES:
+        mine = [qid for qid in ids if parse_question_id(qid)[1] == kind]
+        unanswerable = sum(not question_answerable(qid) for qid in mine)
+        out[kind] = (len(mine), unanswerable / len(mine) if mine else float("nan"))
+    return out
+
+
+def share_problems(ids: Sequence[str], gap: float | None = None) -> list[str]:
+    """Types whose unanswerable share is more than ``gap`` (default :data:`MAX_SHARE_GAP`) from
+    nominal, or that have no question."""
+    gap = MAX_SHARE_GAP if gap is None else gap
+    problems = []
+    for kind, (count, share) in type_shares(ids).items():
+        if not count:
+            problems.append(f"{kind}: no question")
+        elif abs(share - DEFAULT_UNANSWERABLE_RATIO) > gap:
+            problems.append(
+                f"{kind}: unanswerable share {share:.1%} over {count} questions, nominal "
+                f"{DEFAULT_UNANSWERABLE_RATIO:.0%} +/- {gap:.0%}"
+            )
+    return problems
+
+
+def share_table(ids: Sequence[str]) -> str:
+    """A per-type table of counts and unanswerable shares (and the total)."""
+    lines = [f"  {'type':<22} {'n':>4} {'unans.':>6} {'share':>6}"]
+    for kind, (count, share) in type_shares(ids).items():
+        unanswerable = round(share * count) if count else 0
+        lines.append(f"  {kind:<22} {count:4d} {unanswerable:6d} {share:6.1%}")
+    total = sum(not question_answerable(qid) for qid in ids)
+    lines.append(f"  {'all':<22} {len(ids):4d} {total:6d} {total / max(len(ids), 1):6.1%}")
+    return "\n".join(lines)
 
 
 def _split_file(name: str) -> Path:
@@ -125,10 +241,15 @@ def train_env_kwargs() -> dict[str, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Write or check the stored evaluation splits.")
+    parser = argparse.ArgumentParser(
+        description="Write or check the stored evaluation splits (and print their per-type "
+        "unanswerable shares)."
+    )
     parser.add_argument("--write", action="store_true", help="regenerate and store the files")
-    parser.add_argument("--check", action="store_true", help="regenerate and compare")
+    parser.add_argument("--check", action="store_true", help="regenerate and compare (default)")
     args = parser.parse_args(argv)
+    if args.write and args.check:
+        parser.error("use --write or --check, not both")
     status = 0
     for split in SPLITS.values():
         ids = generate_split(split.repositories)
@@ -142,6 +263,11 @@ def main(argv: list[str] | None = None) -> int:
             same = stored == ids
             status |= not same
             print(f"{split.name}: {'matches' if same else 'DIFFERS from'} {path}")
+        print(share_table(ids))
+        problems = share_problems(ids)
+        for problem in problems:
+            print(f"  OFF NOMINAL: {problem}")
+        status |= bool(problems)
     return status
 
 
