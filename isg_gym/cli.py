@@ -205,6 +205,9 @@ def parser() -> argparse.ArgumentParser:
     from isg_gym.eval.cli import add_commands
 
     add_commands(sub)
+    from isg_gym.tools.sandbox.doctor import add_command as add_doctor
+
+    add_doctor(sub)  # isg doctor
     return p
 
 
