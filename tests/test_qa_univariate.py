@@ -127,7 +127,8 @@ def test_answerable_structure(questions):
         filters = [c["column"] for c in p["row_conditions"]]
         assert p["column"] not in filters, q.id
         assert len(filters) == len(set(filters)) <= 3, q.id
-        assert col.role != "identifier", q.id
+        if col.role in ("identifier", "datetime"):  # v2: n_distinct of any column
+            assert p["statistic"] == "n_distinct", q.id
         if p["statistic"] in NUMERIC:
             assert column_kind(col) == "numeric", q.id
         if p["statistic"] == "mode":
@@ -147,10 +148,13 @@ def test_unanswerable_reasons_hold(questions):
             continue
         if reason is Reason.NO_SUCH_PATH_VALUE:
             variables = {v.name: v for v in repo.spec.path_variables}
-            assert any(
-                c["op"] == "is" and c["value"] not in present_values(repo, variables[c["variable"]])
-                for c in p["path_conditions"]
-            ), q.id
+            def absent(c: dict) -> bool:  # "is" an absent value, or "is one of" absent values only
+                have = present_values(repo, variables[c["variable"]])
+                values = [c["value"]] if c["op"] == "is" else c["value"]
+                return c["op"] in ("is", "is_one_of") and not set(values) & set(have)
+
+            assert any(absent(c) for c in p["path_conditions"]), q.id
+            assert not scope_files(repo, p), q.id
             continue
         if reason is Reason.NO_MATCHING_FILES:
             assert p["scope"] == "files" and not scope_files(repo, p), q.id

@@ -2,6 +2,11 @@
 
 Also builds the scopes of unanswerable questions (a file that does not exist, a path value no
 file has, path conditions that no file satisfies), and gathers the in-memory rows of a scope.
+
+Answerable and unanswerable scopes come from one plan (:meth:`ScopeSampler.plan`: single file
+or not, how many path conditions on which variables with which operators), realised either way
+(:meth:`ScopeSampler.realize`), so that the share of single-file scopes and the condition kinds
+and counts are the same for both.
 """
 
 from __future__ import annotations
@@ -15,16 +20,28 @@ import pandas as pd
 from isg_gym.qa.base import Reason
 from isg_gym.qa.conditions import (
     PathCondition,
+    PathOp,
     absent_path_token,
+    absent_path_tokens,
     describe_path_conditions,
-    matching_files,
+    fill_path_condition,
+    path_op,
+    present_values,
     rendered_values,
-    sample_path_condition,
 )
 from isg_gym.repository import Repository
 from isg_gym.repository.index import PathRenderer
 
 MAX_SCOPE_FILES = 100  # data questions over more files are narrowed by path conditions
+SINGLE_FILE_SHARE = 0.45
+
+
+@dataclass(frozen=True)
+class ScopePlan:
+    """The text-visible structure of a scope: one file, or (variable, operator) conditions."""
+
+    single_file: bool
+    conditions: tuple[tuple[str, PathOp], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -59,25 +76,103 @@ class ScopeSampler:
         path = files[int(self.rng.integers(len(files)))]
         return Scope(files=(path,), file=path)
 
-    def answerable(self, single_file_share: float = 0.45) -> Scope:
-        """A scope with 1..max_files files."""
+    def plan(self, single_file_share: float = SINGLE_FILE_SHARE) -> ScopePlan:
+        """Single file or 0-3 path conditions (distinct variables, operators per variable)."""
         if self.rng.random() < single_file_share:
-            return self.single_file()
+            return ScopePlan(True)
         variables = list(self.repo.spec.path_variables)
+        k = int(self.rng.integers(0, min(3, len(variables)) + 1))
+        chosen = self.rng.choice(len(variables), k, replace=False).tolist()
+        return ScopePlan(False, tuple((variables[j].name, path_op(self.repo, variables[j],
+                                       self.rng)) for j in chosen))  # fmt: skip
+
+    def realize(self, plan: ScopePlan, answerable: bool = True) -> Scope | None:
+        """The plan as a scope with 1..max_files files, or as an unanswerable scope (a missing
+        file; a path value no file has; conditions no file satisfies together), or None."""
+        if plan.single_file:
+            return self.single_file() if answerable else self.missing_file()
+        variables = {v.name: v for v in self.repo.spec.path_variables}
+        index = self.repo.index
+        if answerable:
+            for _ in range(3):
+                mask = np.ones(len(index), dtype=bool)
+                conds = []
+                for name, op in plan.conditions:
+                    cond = fill_path_condition(self.repo, variables[name], op, self.rng, mask)
+                    if cond is None:
+                        break
+                    conds.append(cond)
+                    mask &= self._mask([cond])
+                else:
+                    if 1 <= mask.sum() <= self.max_files:
+                        files = [index.paths[i] for i in np.flatnonzero(mask)]
+                        return Scope(files=tuple(files), path_conditions=tuple(conds))
+            return None
+        if not plan.conditions:
+            return None
+        kill = int(self.rng.integers(len(plan.conditions)))
+        name, op = plan.conditions[kill]
+        mask = np.ones(len(index), dtype=bool)
+        conds: list[PathCondition | None] = [None] * len(plan.conditions)
+        for i, (other, other_op) in enumerate(plan.conditions):
+            if i != kill:
+                cond = fill_path_condition(self.repo, variables[other], other_op, self.rng, mask)
+                if cond is None:
+                    return None
+                conds[i] = cond
+                mask &= self._mask([cond])
+        reason = Reason.NO_MATCHING_FILES
+        cond = None
+        if op in ("is", "is_one_of") and self.rng.random() < 0.5:
+            cond, reason = self._absent(variables[name], op), Reason.NO_SUCH_PATH_VALUE
+        if cond is None:
+            cond = fill_path_condition(self.repo, variables[name], op, self.rng, mask, "empty")
+            reason = Reason.NO_MATCHING_FILES
+        if cond is None and op in ("is", "is_one_of"):
+            cond, reason = self._absent(variables[name], op), Reason.NO_SUCH_PATH_VALUE
+        if cond is None:
+            return None
+        conds[kill] = cond
+        return Scope(files=(), path_conditions=tuple(c for c in conds if c), reason=reason)
+
+    def _mask(self, conds: list[PathCondition]) -> np.ndarray:
+        index = self.repo.index
+        keep = np.ones(len(index), dtype=bool)
+        for cond in conds:
+            j = next(i for i, v in enumerate(index.variables) if v.name == cond.variable)
+            tokens = rendered_values(self.repo, index.variables[j])
+            keep &= np.array([cond.matches(t) for t in tokens], dtype=bool)[index.codes[:, j]]
+        return keep
+
+    def _absent(self, var, op: PathOp) -> PathCondition | None:
+        """``is`` an absent value, or ``is_one_of`` absent values only (as many as the
+        answerable ``is_one_of`` lists name)."""
+        if op == "is":
+            token = absent_path_token(self.repo, var, self.rng)
+            return None if token is None else PathCondition(var.name, "is", token)
+        gaps = absent_path_tokens(self.repo, var)
+        n_present = len(present_values(self.repo, var))
+        if n_present < 3:
+            return None
+        k = int(self.rng.integers(2, n_present))
+        if len(gaps) < k:
+            return None
+        picked = self.rng.choice(len(gaps), k, replace=False)
+        return PathCondition(var.name, "is_one_of", [gaps[i] for i in sorted(picked)])
+
+    def answerable(self, single_file_share: float = SINGLE_FILE_SHARE) -> Scope:
+        """A scope with 1..max_files files (a single file if no plan fits)."""
         for _ in range(self._tries):
-            k = int(self.rng.integers(0, min(3, len(variables)) + 1))
-            chosen = self.rng.choice(len(variables), k, replace=False).tolist()
-            conds = [sample_path_condition(self.repo, variables[j], self.rng) for j in chosen]
-            files = matching_files(self.repo, conds)
-            if 1 <= len(files) <= self.max_files:
-                return Scope(files=tuple(files), path_conditions=tuple(conds))
+            scope = self.realize(self.plan(single_file_share), True)
+            if scope is not None:
+                return scope
         return self.single_file()
 
-    def unanswerable(self) -> Scope | None:
-        """A scope that makes the question unanswerable by itself, or None if none is found."""
-        makers = [self.missing_file, self.absent_value, self.empty_combination]
-        for i in self.rng.permutation(len(makers)):
-            scope = makers[i]()
+    def unanswerable(self, single_file_share: float = SINGLE_FILE_SHARE) -> Scope | None:
+        """A scope that makes the question unanswerable by itself, or None if none is found;
+        its plan is drawn as an answerable scope's is."""
+        for _ in range(self._tries):
+            scope = self.realize(self.plan(single_file_share), False)
             if scope is not None:
                 return scope
         return None

@@ -1,9 +1,17 @@
 """Univariate statistics of one column over a scope of files, with 0-3 row conditions.
 
-Statistics: ``mode`` (categorical columns; ties go to the alphabetically first label),
+Statistics: ``mode`` (label columns; the gold mode leads the runner-up by >= 2 counts),
 ``min``, ``max``, ``median``, ``mean``, ``std`` and ``var`` (sample, ddof=1; numeric columns),
-and ``n_distinct`` (distinct non-missing values; any column but the identifier). Missing values
-are ignored.
+and ``n_distinct`` (distinct non-missing values; any column, identifier and timestamp included).
+Missing values are ignored.
+
+Construction (v2): a question's visible structure is drawn first, identically for both
+answerabilities (:class:`Plan`: statistic, significant figures, template, scope plan, number of
+row conditions); then it is realised as an answerable question (robust gold: 4-5 significant
+figures only with >= 10 values, a mode leading by >= 2, std/var > 0) or as an unanswerable one
+with a reason that applies to that statistic. Row conditions of both come from one sampler
+(:func:`isg_gym.qa.conditions.fill_row_condition`); an impossible one empties the rows that the
+other conditions keep.
 """
 
 from __future__ import annotations
@@ -19,19 +27,23 @@ from isg_gym.qa.base import AnswerKind, Context, Question, QuestionType, Reason,
 from isg_gym.qa.conditions import (
     RowCondition,
     describe_row_conditions,
-    impossible_row_condition,
-    num,
-    sample_row_condition,
+    fill_row_condition,
+    row_op,
 )
-from isg_gym.qa.scope import Scope, ScopeSampler
+from isg_gym.qa.scope import Scope, ScopePlan, ScopeSampler
 from isg_gym.repository import Repository
 from isg_gym.spec.models import Spec, column_kind
 
 NUMERIC_STATS = ("min", "max", "median", "mean", "std", "var")
 STATISTICS = ("mode", *NUMERIC_STATS, "n_distinct")
-# Numeric statistics asked of categorical columns (min/max of labels or timestamps could be read
-# as alphabetical / chronological order, so they are not used for this reason).
-CATEGORICAL_REASON_STATS = ("mean", "median", "std", "var")
+# Numeric statistics asked of label, identifier or timestamp columns are "not possible" (v2
+# conventions), min and max included.
+CATEGORICAL_REASON_STATS = NUMERIC_STATS
+# Relative weights of the unanswerable constructions (each applies to some statistics only).
+REASON_WEIGHTS = {"scope": 1.0, "rows": 1.0, "too_few": 1.0, "categorical": 0.3,
+                  "unrecorded": 0.6}  # fmt: skip
+MODE_LEAD = 2  # the gold mode leads the runner-up by at least this many counts
+MANY_VALUES = 10  # 4-5 significant figures only with at least this many values
 _PHRASES = {
     "mode": "the most common value of {col}",
     "min": "the minimum of {col}",
@@ -58,7 +70,7 @@ def min_values(statistic: str) -> int:
 def compute(statistic: str, values: np.ndarray) -> Any:
     """The statistic of ``values`` (non-missing, and enough of them for the statistic)."""
     if statistic in ("mode", "n_distinct"):
-        labels, counts = np.unique(values, return_counts=True)
+        labels, counts = np.unique(values.astype(str), return_counts=True)
         if statistic == "n_distinct":
             return len(labels)
         return str(labels[int(np.argmax(counts))])  # np.unique sorts: ties -> first label
@@ -115,6 +127,23 @@ def column_kinds(spec: Spec) -> dict[str, str]:
     return {c.name: column_kind(c) for c in spec.columns}
 
 
+def mode_lead(values: np.ndarray) -> int:
+    """How many counts the most common value leads the second most common by."""
+    counts = np.sort(np.unique(values.astype(str), return_counts=True)[1])[::-1]
+    return int(counts[0] - (counts[1] if len(counts) > 1 else 0))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the text of a question shows, drawn before its answerability is realised."""
+
+    statistic: str
+    sig_figs: int | None
+    template: int
+    scope: ScopePlan
+    n_conditions: int
+
+
 def answer_kind(statistic: str) -> AnswerKind:
     if statistic == "mode":
         return "category"
@@ -139,21 +168,59 @@ class UnivariateStatistic(QuestionType):
     class Config:
         sig_figs: tuple[int, int] = (2, 5)  # inclusive range
         max_row_conditions: int = 3
-        tries: int = 6
+        tries: int = 12
 
     # --- columns ---------------------------------------------------------------------------
 
     @staticmethod
+    def _kinds(ctx: Context) -> dict[str, list[str]]:
+        """Column names by what a statistic sees: numeric, label, identifier, timestamp."""
+        kinds = column_kinds(ctx.spec)
+        out: dict[str, list[str]] = {"numeric": [], "label": [], "identifier": [], "timestamp": []}
+        for col in ctx.spec.columns:
+            if col.role == "identifier":
+                out["identifier"].append(col.name)
+            elif col.role == "datetime":
+                out["timestamp"].append(col.name)
+            else:
+                out["numeric" if kinds[col.name] == "numeric" else "label"].append(col.name)
+        return out
+
+    def _statistics(self, ctx: Context) -> list[str]:
+        """Statistics the repository can ask answerably (one pool for both answerabilities)."""
+        kinds = self._kinds(ctx)
+        out = []
+        for stat in STATISTICS:
+            if (stat == "mode" and kinds["label"]) or (stat in NUMERIC_STATS and kinds["numeric"]):
+                out.append(stat)
+        return [*out, "n_distinct"]
+
+    def _target(self, ctx: Context, statistic: str) -> str:
+        """An answerable target: a label column for mode, numeric for the numeric statistics,
+        any kind (drawn uniformly over kinds) for n_distinct."""
+        kinds = self._kinds(ctx)
+        if statistic == "mode":
+            return ctx.choice(kinds["label"])
+        if statistic in NUMERIC_STATS:
+            return ctx.choice(kinds["numeric"])
+        return ctx.choice(ctx.choice([names for names in kinds.values() if names]))
+
+    def _non_numeric_target(self, ctx: Context) -> str:
+        """A label (half the time), identifier or timestamp column."""
+        kinds = self._kinds(ctx)
+        if kinds["label"] and ctx.rng.random() < 0.5:
+            return ctx.choice(kinds["label"])
+        return ctx.choice(kinds["identifier"] + kinds["timestamp"])
+
+    @staticmethod
     def _targets(ctx: Context, statistic: str) -> list[str]:
         """Columns ``statistic`` may be asked of in an answerable question."""
-        out = []
-        for col in ctx.spec.columns:
-            if col.role == "identifier" or (col.role == "datetime" and statistic != "n_distinct"):
-                continue
-            categorical = column_kinds(ctx.spec)[col.name] == "categorical"
-            if statistic == "n_distinct" or categorical == (statistic == "mode"):
-                out.append(col.name)
-        return out
+        kinds = UnivariateStatistic._kinds(ctx)
+        if statistic == "mode":
+            return kinds["label"]
+        if statistic in NUMERIC_STATS:
+            return kinds["numeric"]
+        return [name for names in kinds.values() for name in names]
 
     @staticmethod
     def _filter_columns(ctx: Context, target: str | None) -> list[str]:
@@ -163,60 +230,98 @@ class UnivariateStatistic(QuestionType):
             if c.role not in ("identifier", "datetime") and c.name != target
         ]
 
-    def _pick_statistic(self, ctx: Context, pool: tuple[str, ...] = STATISTICS) -> tuple[str, str]:
-        stats = [s for s in pool if self._targets(ctx, s)]
-        statistic = ctx.choice(stats)
-        return statistic, ctx.choice(self._targets(ctx, statistic))
+    # --- plan ------------------------------------------------------------------------------
+
+    def _plan(self, ctx: Context, sampler: ScopeSampler) -> Plan:
+        statistic = ctx.choice(self._statistics(ctx))
+        lo, hi = self.config.sig_figs
+        sig = int(ctx.rng.integers(lo, hi + 1)) if answer_kind(statistic) == "float" else None
+        return Plan(
+            statistic=statistic,
+            sig_figs=sig,
+            template=int(ctx.rng.integers(len(_TEMPLATES))),
+            scope=sampler.plan(),
+            n_conditions=int(ctx.rng.integers(0, self.config.max_row_conditions + 1)),
+        )
 
     # --- rows ------------------------------------------------------------------------------
 
     def _conditions(
-        self, ctx: Context, rows: Rows, target: str | None, count: int, need: int
-    ) -> tuple[list[RowCondition], np.ndarray]:
-        """Up to ``count`` row conditions (from the data) keeping ``need`` target values."""
+        self,
+        ctx: Context,
+        rows: Rows,
+        target: str | None,
+        count: int,
+        need: int,
+        kill: tuple[int, str] | None = None,
+    ) -> tuple[list[RowCondition], np.ndarray] | None:
+        """Exactly ``count`` row conditions on distinct columns, or None.
+
+        Without ``kill`` every condition keeps at least ``need`` target values. With ``kill =
+        (position, mode)`` the condition at that position is drawn last, on the rows the others
+        keep, and leaves none (``"empty"``) or exactly one (``"one"``) target value.
+        """
         mask = np.ones(rows.n, dtype=bool)
         present = rows.present(target) if target is not None and target in rows else mask
-        conds: list[RowCondition] = []
-        columns = self._filter_columns(ctx, target)
-        for j in ctx.rng.permutation(len(columns)):
-            if len(conds) >= count:
-                break
-            series = rows.series(columns[int(j)])
-            cond = sample_row_condition(ctx.repo, series.name, series[mask], ctx.rng)
+        pool = self._filter_columns(ctx, target)
+        columns = [pool[int(j)] for j in ctx.rng.permutation(len(pool))]
+        if len(columns) < count:
+            return None
+        slots: list[RowCondition | None] = [None] * count
+        others = [i for i in range(count) if kill is None or i != kill[0]]
+        for i in others:
+            cond = None
+            while columns and cond is None:
+                series = rows.series(columns.pop())
+                cand = fill_row_condition(ctx.repo, str(series.name),
+                                          row_op(ctx.repo, str(series.name), ctx.rng),
+                                          series[mask & present], ctx.rng)  # fmt: skip
+                if cand is not None and int((mask & present & cand.mask(series)).sum()) >= need:
+                    cond = cand
             if cond is None:
-                continue
-            new = mask & cond.mask(series)
-            if int((new & present).sum()) >= need:
-                conds.append(cond)
-                mask = new
-        return conds, mask
-
-    def _n_conditions(self, ctx: Context) -> int:
-        return int(ctx.rng.integers(0, self.config.max_row_conditions + 1))
-
-    def _sig_figs(self, ctx: Context) -> int:
-        lo, hi = self.config.sig_figs
-        return int(ctx.rng.integers(lo, hi + 1))
+                return None
+            slots[i] = cond
+            mask = mask & cond.mask(rows.series(cond.column))
+        if kill is not None:
+            position, mode = kill
+            for column in columns[::-1]:
+                series = rows.series(column)
+                universe = None
+                if column_kinds(ctx.spec)[column] == "categorical":
+                    universe = sorted({str(v) for v in series.dropna().tolist()})
+                op = row_op(ctx.repo, column, ctx.rng)
+                cond = fill_row_condition(ctx.repo, column, op, series[mask & present], ctx.rng,
+                                          mode, universe)  # fmt: skip
+                if cond is None:
+                    continue
+                left = int((mask & present & cond.mask(series)).sum())
+                if left == (0 if mode == "empty" else 1):
+                    slots[position] = cond
+                    mask = mask & cond.mask(series)
+                    break
+            else:
+                return None
+        return [c for c in slots if c is not None], mask
 
     # --- text ------------------------------------------------------------------------------
 
     def _question(
         self,
         ctx: Context,
+        plan: Plan,
         scope: Scope,
         column: str,
-        statistic: str,
         conds: list[RowCondition],
         answer: Any = None,
         reason: Reason | None = None,
     ) -> Question:
+        statistic, sig_figs = plan.statistic, plan.sig_figs
         kind = answer_kind(statistic)
-        sig_figs = self._sig_figs(ctx) if kind == "float" else None
         label = next((v.label for v in [*ctx.spec.columns, *ctx.spec.unrecorded]
                       if v.name == column), column)  # fmt: skip
         col_text = f'"{column}" ({label})' if label != column else f'"{column}"'
         where = scope.text(ctx.repo)
-        body = ctx.choice(_TEMPLATES).format(
+        body = _TEMPLATES[plan.template].format(
             stat=_PHRASES[statistic].format(col=col_text), scope=where,
             Scope=where[:1].upper() + where[1:], rows=describe_row_conditions(conds),
         )  # fmt: skip
@@ -241,148 +346,141 @@ class UnivariateStatistic(QuestionType):
     # --- generation ------------------------------------------------------------------------
 
     def generate(self, ctx: Context, answerable: bool) -> Question | None:
-        if answerable:
-            return self._answerable(ctx)
-        makers: list[Callable[[Context], Question | None]] = [
-            self._bad_scope,
-            self._no_matching_rows,
-            self._too_few_rows,
-            self._categorical_column,
-            self._unrecorded,
-        ]
-        for i in ctx.rng.permutation(len(makers)):
-            question = makers[int(i)](ctx)
+        sampler = ScopeSampler(ctx.repo, ctx.rng)
+        for _ in range(self.config.tries):
+            plan = self._plan(ctx, sampler)
+            if answerable:
+                question = self._answerable(ctx, sampler, plan)
+            else:
+                question = self._unanswerable(ctx, sampler, plan)
             if question is not None:
                 return question
         return None
 
-    def _answerable(self, ctx: Context) -> Question | None:
-        sampler = ScopeSampler(ctx.repo, ctx.rng)
-        for _ in range(self.config.tries):
-            statistic, target = self._pick_statistic(ctx)
-            scope = sampler.answerable()
-            rows = Rows(ctx.repo, scope.files)
-            need = min_values(statistic)
-            conds, mask = self._conditions(ctx, rows, target, self._n_conditions(ctx), need)
-            values = rows.values(target, mask)
-            if len(values) < need:
-                continue
-            answer = compute(statistic, values)
-            if statistic in NUMERIC_STATS and not np.isfinite(answer):
-                continue
-            if statistic in ("std", "var") and answer <= 0:
-                continue
-            return self._question(ctx, scope, target, statistic, conds, answer)
-        return None
-
-    def _bad_scope(self, ctx: Context) -> Question | None:
-        """No such file, no such path value, or path conditions that no file satisfies."""
-        scope = ScopeSampler(ctx.repo, ctx.rng).unanswerable()
+    def _answerable(self, ctx: Context, sampler: ScopeSampler, plan: Plan) -> Question | None:
+        statistic = plan.statistic
+        target = self._target(ctx, statistic)
+        scope = sampler.realize(plan.scope, True)
         if scope is None:
             return None
-        statistic, target = self._pick_statistic(ctx)
+        rows = Rows(ctx.repo, scope.files)
+        need = min_values(statistic)
+        made = self._conditions(ctx, rows, target, plan.n_conditions, need)
+        if made is None:
+            return None
+        conds, mask = made
+        values = rows.values(target, mask)
+        if len(values) < need:
+            return None
+        if plan.sig_figs is not None and plan.sig_figs >= 4 and len(values) < MANY_VALUES:
+            return None
+        if statistic == "mode" and mode_lead(values) < MODE_LEAD:
+            return None
+        answer = compute(statistic, values)
+        if statistic in NUMERIC_STATS and not np.isfinite(answer):
+            return None
+        if statistic in ("std", "var") and answer <= 0:
+            return None
+        if statistic in ("min", "max") and self._at_bound(ctx, target, statistic, answer):
+            return None
+        return self._question(ctx, plan, scope, target, conds, answer)
+
+    @staticmethod
+    def _at_bound(ctx: Context, target: str, statistic: str, answer: float) -> bool:
+        """Whether a min/max answer sits at the column's clip bound (such answers repeat across
+        questions, so they are left out to keep the answer values balanced)."""
+        col = ctx.spec.column(target)
+        clip = getattr(col, "clip", None)
+        if not clip:
+            return False
+        bound = clip[0] if statistic == "min" else clip[1]
+        return bound is not None and float(answer) == float(bound)
+
+    def _unanswerable(self, ctx: Context, sampler: ScopeSampler, plan: Plan) -> Question | None:
+        """A reason that applies to the plan's statistic and structure, drawn by weight."""
+        makers: dict[str, Callable[[Context, ScopeSampler, Plan], Question | None]] = {}
+        if plan.scope.single_file or plan.scope.conditions:
+            makers["scope"] = self._bad_scope
+        if plan.n_conditions:
+            makers["rows"] = self._no_matching_rows
+            if min_values(plan.statistic) > 1:
+                makers["too_few"] = self._too_few_rows
+        if plan.statistic in CATEGORICAL_REASON_STATS:
+            makers["categorical"] = self._categorical_column
+        if ctx.spec.unrecorded:
+            makers["unrecorded"] = self._unrecorded
+        names = list(makers)
+        weights = np.array([REASON_WEIGHTS[n] for n in names])
+        order = ctx.rng.choice(len(names), len(names), replace=False, p=weights / weights.sum())
+        for i in order:
+            question = makers[names[int(i)]](ctx, sampler, plan)
+            if question is not None:
+                return question
+        return None
+
+    def _bad_scope(self, ctx: Context, sampler: ScopeSampler, plan: Plan) -> Question | None:
+        """No such file, no such path value, or path conditions that no file satisfies."""
+        scope = sampler.realize(plan.scope, False)
+        if scope is None:
+            return None
+        target = self._target(ctx, plan.statistic)
         # Row conditions read naturally when drawn from a real file of the repository.
         files = ctx.repo.data_files
         rows = Rows(ctx.repo, (files[int(ctx.rng.integers(len(files)))],))
-        conds, _ = self._conditions(ctx, rows, target, self._n_conditions(ctx) % 3, 1)
-        return self._question(ctx, scope, target, statistic, conds, reason=scope.reason)
-
-    def _no_matching_rows(self, ctx: Context) -> Question | None:
-        """An impossible row condition (verified: no row keeps a value of the target)."""
-        sampler = ScopeSampler(ctx.repo, ctx.rng)
-        for _ in range(self.config.tries):
-            statistic, target = self._pick_statistic(ctx, ("mode", *NUMERIC_STATS))
-            scope = sampler.answerable()
-            rows = Rows(ctx.repo, scope.files)
-            conds, mask = self._conditions(ctx, rows, target, int(ctx.rng.integers(0, 3)), 1)
-            used = {k.column for k in conds}
-            columns = [c for c in self._filter_columns(ctx, target) if c not in used]
-            if not columns:
-                continue
-            series = rows.series(ctx.choice(columns))
-            bad = impossible_row_condition(ctx.repo, series.name, series[mask], ctx.rng)
-            if bad is None:
-                continue
-            if rows.values(target, mask & bad.mask(series)).size:
-                continue
-            conds.insert(int(ctx.rng.integers(len(conds) + 1)), bad)
-            return self._question(
-                ctx, scope, target, statistic, conds, reason=Reason.NO_MATCHING_ROWS
-            )
-        return None
-
-    def _too_few_rows(self, ctx: Context) -> Question | None:
-        """std/var where the row conditions leave exactly one value of the target."""
-        sampler = ScopeSampler(ctx.repo, ctx.rng)
-        statistic = ctx.choice(("std", "var"))
-        targets = self._targets(ctx, statistic)
-        if not targets:
+        made = self._conditions(ctx, rows, target, plan.n_conditions, 1)
+        if made is None:
             return None
-        for _ in range(self.config.tries):
-            target = ctx.choice(targets)
-            scope = sampler.answerable()
-            rows = Rows(ctx.repo, scope.files)
-            conds, mask = self._conditions(ctx, rows, target, int(ctx.rng.integers(0, 2)), 3)
-            extreme = self._single_out(ctx, rows, target, mask, {c.column for c in conds})
-            if extreme is None:
-                continue
-            mask = mask & extreme.mask(rows.series(extreme.column))
-            if rows.values(target, mask).size != 1:
-                continue
-            conds.append(extreme)
-            return self._question(ctx, scope, target, statistic, conds, reason=Reason.TOO_FEW_ROWS)
-        return None
+        return self._question(ctx, plan, scope, target, made[0], reason=scope.reason)
 
-    def _single_out(
-        self, ctx: Context, rows: Rows, target: str, mask: np.ndarray, used: set[str]
-    ) -> RowCondition | None:
-        """A threshold on a numeric column that only its most extreme row passes."""
-        kinds = column_kinds(ctx.spec)
-        columns = [c for c in self._filter_columns(ctx, target)
-                   if c not in used and kinds[c] == "numeric"]  # fmt: skip
-        if not columns:
+    def _killed(
+        self, ctx: Context, sampler: ScopeSampler, plan: Plan, mode: str, reason: Reason
+    ) -> Question | None:
+        scope = sampler.realize(plan.scope, True)
+        if scope is None or not plan.n_conditions:
             return None
-        col = ctx.choice(columns)
-        x = np.unique(rows.values(col, mask & rows.present(target)).astype(float))
-        if len(x) < 2:
-            return None
-        top = ctx.rng.random() < 0.5
-        inner, outer = (x[-2], x[-1]) if top else (x[1], x[0])
-        for digits in range(2, 8):
-            t = num((inner + outer) / 2, digits)
-            if top and inner <= t < outer:
-                return RowCondition(col, "gt", t)
-            if not top and outer < t <= inner:
-                return RowCondition(col, "lt", t)
-        return None
-
-    def _categorical_column(self, ctx: Context) -> Question | None:
-        """A numeric statistic of a categorical column (identifier and timestamp included)."""
-        kinds = column_kinds(ctx.spec)
-        columns = [name for name, kind in kinds.items() if kind == "categorical"]
-        sampler = ScopeSampler(ctx.repo, ctx.rng)
-        for _ in range(self.config.tries):
-            statistic = ctx.choice(CATEGORICAL_REASON_STATS)
-            target = ctx.choice(columns)
-            scope = sampler.answerable()
-            rows = Rows(ctx.repo, scope.files)
-            conds, mask = self._conditions(ctx, rows, target, self._n_conditions(ctx), 2)
-            if rows.values(target, mask).size < 2:
-                continue
-            return self._question(
-                ctx, scope, target, statistic, conds, reason=Reason.CATEGORICAL_COLUMN
-            )
-        return None
-
-    def _unrecorded(self, ctx: Context) -> Question | None:
-        """A statistic of a variable the project describes but never recorded."""
-        if not ctx.spec.unrecorded:
-            return None
-        var = ctx.choice(ctx.spec.unrecorded)
-        statistic = ctx.choice((*NUMERIC_STATS, "n_distinct"))
-        scope = ScopeSampler(ctx.repo, ctx.rng).answerable()
+        target = self._target(ctx, plan.statistic)
         rows = Rows(ctx.repo, scope.files)
-        conds, _ = self._conditions(ctx, rows, None, self._n_conditions(ctx), 1)
-        return self._question(
-            ctx, scope, var.name, statistic, conds, reason=Reason.UNRECORDED_VARIABLE
-        )
+        kill = (int(ctx.rng.integers(plan.n_conditions)), mode)
+        made = self._conditions(ctx, rows, target, plan.n_conditions, 2, kill)
+        if made is None:
+            return None
+        conds, mask = made
+        if rows.values(target, mask).size != (0 if mode == "empty" else 1):
+            return None
+        return self._question(ctx, plan, scope, target, conds, reason=reason)
+
+    def _no_matching_rows(self, ctx: Context, sampler: ScopeSampler, plan: Plan) -> Question | None:
+        """Row conditions that together leave no value of the target (verified)."""
+        return self._killed(ctx, sampler, plan, "empty", Reason.NO_MATCHING_ROWS)
+
+    def _too_few_rows(self, ctx: Context, sampler: ScopeSampler, plan: Plan) -> Question | None:
+        """std/var where the row conditions leave exactly one value of the target."""
+        return self._killed(ctx, sampler, plan, "one", Reason.TOO_FEW_ROWS)
+
+    def _categorical_column(
+        self, ctx: Context, sampler: ScopeSampler, plan: Plan
+    ) -> Question | None:
+        """A numeric statistic of a label, identifier or timestamp column."""
+        target = self._non_numeric_target(ctx)
+        scope = sampler.realize(plan.scope, True)
+        if scope is None:
+            return None
+        rows = Rows(ctx.repo, scope.files)
+        made = self._conditions(ctx, rows, target, plan.n_conditions, 2)
+        if made is None or rows.values(target, made[1]).size < 2:
+            return None
+        return self._question(ctx, plan, scope, target, made[0],
+                              reason=Reason.CATEGORICAL_COLUMN)  # fmt: skip
+
+    def _unrecorded(self, ctx: Context, sampler: ScopeSampler, plan: Plan) -> Question | None:
+        """A statistic of a variable the project describes but never recorded."""
+        var = ctx.choice(ctx.spec.unrecorded)
+        scope = sampler.realize(plan.scope, True)
+        if scope is None:
+            return None
+        rows = Rows(ctx.repo, scope.files)
+        made = self._conditions(ctx, rows, None, plan.n_conditions, 1)
+        if made is None:
+            return None
+        return self._question(ctx, plan, scope, var.name, made[0],
+                              reason=Reason.UNRECORDED_VARIABLE)  # fmt: skip
