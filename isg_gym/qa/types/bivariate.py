@@ -7,8 +7,15 @@ slope of y regressed on x) and ``chi_square`` (``scipy.stats.chi2_contingency`` 
 scipy applies it only when the table has one degree of freedom, so larger tables are always
 asked "without").
 
-This module also holds :class:`PairEngine`, the scope / column-pair / row-condition sampling and
-the construction of unanswerable variants shared with :mod:`isg_gym.qa.types.hypothesis`.
+This module also holds :class:`PairEngine`, shared with :mod:`isg_gym.qa.types.hypothesis`. The
+statistic, the number of row conditions (and, for this type, the significant figures) are drawn
+before the answerability; the column pair, the scope plan (:meth:`ScopeSampler.plan`) and each row
+condition's operator (:func:`row_op`) come from one sampler for both answerabilities. An
+answerable draw must pass the robustness rules (every expected chi-square count >= 5, >= 5
+values per Welch group, >= 10 rows behind 4-5 significant figures); an unanswerable one gets
+its reason from the scope (realised unanswerably), from one row condition filled to keep no row
+or a single used row, or from a target column (categorical, unrecorded), never from a text form
+of its own.
 """
 
 from __future__ import annotations
@@ -22,17 +29,18 @@ from itertools import permutations, product
 import numpy as np
 import pandas as pd
 from scipy import stats
+from scipy.stats.contingency import expected_freq
 
 from isg_gym.qa.base import Context, Question, QuestionType, Reason, register
 from isg_gym.qa.conditions import (
     RowCondition,
     combined_mask,
     describe_row_conditions,
-    impossible_row_condition,
-    num,
-    sample_row_condition,
+    fill_row_condition,
+    row_op,
 )
 from isg_gym.qa.scope import Scope, ScopeSampler, gather
+from isg_gym.repository import Repository
 from isg_gym.spec.expressions import compile_expression
 from isg_gym.spec.models import CategoricalColumn, DependentColumn, Spec, column_kind
 
@@ -210,7 +218,50 @@ def chi_square_dof(rows: pd.DataFrame, pair: Pair) -> int:
     return (rows_ - 1) * (cols - 1)
 
 
+# --- robustness ----------------------------------------------------------------------------------
+
+ROBUST_EXPECTED = 5.0  # every expected count of an answerable chi-square table
+ROBUST_GROUP = 5  # values in each Welch group of an answerable test
+PRECISE_ROWS = 10  # rows behind a float asked at 4-5 significant figures
+MAX_CHI_CELLS = 16  # chi-square pairs whose declared label grid is larger are not asked
+
+
+def min_expected(rows: pd.DataFrame, pair: Pair) -> float:
+    """The smallest expected count of the pair's contingency table under independence."""
+    return float(expected_freq(contingency(rows, pair)).min())
+
+
+def robust(pair: Pair, rows: pd.DataFrame, min_rows: int = MIN_PAIRS) -> bool:
+    """Whether answerable ``rows`` (from :func:`used_rows`) satisfy the robustness rules: at
+    least ``min_rows`` rows, chi-square expected counts >= 5, Welch groups of >= 5 values."""
+    if len(rows) < min_rows:
+        return False
+    if pair.stat == "chi_square":
+        return min_expected(rows, pair) >= ROBUST_EXPECTED
+    if pair.stat == "welch_t":
+        assert pair.groups is not None
+        sizes = rows[pair.y].value_counts()
+        return all(int(sizes.get(g, 0)) >= ROBUST_GROUP for g in pair.groups)
+    return True
+
+
+def degenerate(stat: str, value: float) -> bool:
+    """A statistic value that would dominate the answers (|r| = 1, a slope of exactly 0)."""
+    if stat in ("pearson", "spearman") and abs(value) > 1 - 1e-9:
+        return True
+    return stat == "ols_slope" and value == 0.0
+
+
 # --- sampling ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Skeleton:
+    """What a question shows before its answerability is realised: the statistic and column
+    pair, and the (column, operator) of each row condition (drawn identically for both)."""
+
+    pair: Pair
+    ops: tuple[tuple[str, str], ...]
 
 
 @dataclass(frozen=True)
@@ -231,9 +282,19 @@ class Candidate:
         return [c.to_dict() for c in self.conditions]
 
 
+def fast_gather(repo: Repository, files: tuple[str, ...], columns: list[str]) -> pd.DataFrame:
+    """:func:`isg_gym.qa.scope.gather` by column arrays (the same values, one frame built)."""
+    if len(files) <= 1:
+        return gather(repo, files, columns)
+    tables = [repo.table(f) for f in files]
+    return pd.DataFrame({c: np.concatenate([t[c].to_numpy() for t in tables]) for c in columns})
+
+
 class PairEngine:
-    """Scopes, column pairs and row conditions for pair statistics and tests, both answerable and
-    unanswerable by construction (and verified against the data)."""
+    """Statistic, column pair, scope plan and row-condition operators are drawn first and the
+    same way for answerable and unanswerable questions; answerability is realised afterwards
+    (an answerable scope and conditions that keep rows; or a scope, one condition or a target
+    column that makes the question unanswerable), so that no text feature predicts it."""
 
     def __init__(self, ctx: Context, stats_allowed: tuple[str, ...], *, max_conditions: int = 2,
                  linked_share: float = 0.5) -> None:  # fmt: skip
@@ -249,12 +310,16 @@ class PairEngine:
 
     # columns
 
+    def _cells(self, pair: tuple[str, str]) -> int:
+        sizes = [len(self.roles.labels.get(c, ())) or MAX_CHI_CELLS + 1 for c in pair]
+        return sizes[0] * sizes[1]
+
     def _pairs(self, stat: str) -> list[tuple[str, str]]:
         r = self.roles
         if stat in NUMERIC_STATS:
             return list(permutations(r.numeric, 2))
         if stat == "chi_square":
-            return list(permutations(r.categorical, 2))
+            return [p for p in permutations(r.categorical, 2) if self._cells(p) <= MAX_CHI_CELLS]
         return list(product(r.numeric, r.categorical))
 
     def draw_pair(self, stat: str) -> Pair:
@@ -266,40 +331,61 @@ class PairEngine:
         x, y = self.ctx.choice(linked if use_linked else unlinked)
         return Pair(stat, x, y)
 
+    def draw_k(self) -> int:
+        """The number of row conditions (0..max_conditions), drawn before answerability."""
+        return int(self.rng.integers(0, self.max_conditions + 1))
+
     def others(self, pair: Pair) -> list[str]:
         """Columns row conditions may use (never the pair's own columns)."""
         return [c for c in self.roles.analysable if c not in pair.columns]
 
-    def gather(self, scope: Scope, pair: Pair) -> pd.DataFrame:
-        """Every analysable column of the scope's rows (``pair`` must be recorded columns)."""
-        assert all(c in self.roles.analysable for c in pair.columns), pair
+    def skeleton(self, pair: Pair, k: int) -> Skeleton:
+        """``pair`` with up to ``k`` row-condition columns and their operators (:func:`row_op`)."""
+        others = self.others(pair)
+        cols = [others[int(i)] for i in self.rng.permutation(len(others))[:k]]
+        return Skeleton(pair, tuple((c, row_op(self.repo, c, self.rng)) for c in cols))
+
+    def gather(self, scope: Scope) -> pd.DataFrame:
+        """Every analysable column of the scope's rows (cached by files)."""
         if scope.files not in self._data:
-            self._data[scope.files] = gather(self.repo, scope.files, list(self.roles.analysable))
+            self._data[scope.files] = fast_gather(self.repo, scope.files,
+                                                  list(self.roles.analysable))  # fmt: skip
         return self._data[scope.files]
 
-    def sample_conditions(
-        self, data: pd.DataFrame, columns: list[str], k: int
-    ) -> list[RowCondition]:
-        """Up to ``k`` conditions on distinct ``columns``, each sampled from the rows left."""
-        conds: list[RowCondition] = []
+    def scope(self) -> Scope | None:
+        """An answerable scope from a drawn plan (None if the plan has no answerable form)."""
+        return self.sampler.realize(self.sampler.plan(), True)
+
+    def fill(
+        self, data: pd.DataFrame, ops: tuple[tuple[str, str], ...], skip: int | None = None
+    ) -> tuple[list[RowCondition | None], np.ndarray] | None:
+        """Conditions that keep rows for every (column, op) but ``skip``, each filled on the rows
+        the earlier ones keep; None where an operator cannot keep rows here."""
+        conds: list[RowCondition | None] = [None] * len(ops)
         keep = np.ones(len(data), dtype=bool)
-        for j in self.rng.permutation(len(columns))[:k]:
-            col = columns[int(j)]
-            cond = sample_row_condition(self.repo, col, data.loc[keep, col], self.rng)
-            if cond is not None:
-                conds.append(cond)
-                keep &= cond.mask(data[col])
-        return conds
+        for i, (col, op) in enumerate(ops):
+            if i == skip:
+                continue
+            cond = fill_row_condition(self.repo, col, op, data.loc[keep, col], self.rng)
+            if cond is None:
+                return None
+            conds[i] = cond
+            keep &= cond.mask(data[col])
+        return conds, keep
 
     def _with_groups(self, pair: Pair, data: pd.DataFrame, keep: np.ndarray) -> Pair | None:
-        """For Welch: two labels with enough values in the kept rows (any if none qualify)."""
-        if pair.stat != "welch_t":
+        """For Welch: two labels with >= ROBUST_GROUP values in the kept rows (else >= 2, else
+        any present), drawn the same way whatever the answerability."""
+        if pair.stat != "welch_t" or pair.y not in data:
             return pair
         rows = data.loc[keep]
-        counts = rows.loc[rows[pair.x].notna(), pair.y].value_counts()
-        labels = sorted(str(g) for g, n in counts.items() if n >= MIN_GROUP)
-        if len(labels) < 2:
-            labels = sorted(str(g) for g in counts.index)
+        counts = rows.loc[rows[pair.x].notna(), pair.y].value_counts() if pair.x in data else (
+            rows[pair.y].value_counts())  # fmt: skip
+        labels: list[str] = []
+        for least in (ROBUST_GROUP, MIN_GROUP, 1):
+            labels = sorted(str(g) for g, n in counts.items() if n >= least)
+            if len(labels) >= 2:
+                break
         if len(labels) < 2:
             labels = sorted(self.roles.labels.get(pair.y, ()))
         if len(labels) < 2:
@@ -307,65 +393,56 @@ class PairEngine:
         i, j = self.rng.choice(len(labels), 2, replace=False).tolist()
         return replace(pair, groups=(labels[i], labels[j]))
 
-    def _num_conditions(self) -> int:
-        return int(self.rng.integers(0, self.max_conditions + 1))
-
     # answerable
 
-    def candidates(self, stat: str, tries: int, per_scope: int = 4) -> Iterator[Candidate]:
-        """Up to ``tries`` attempts at :meth:`answerable`, a new scope every ``per_scope``."""
-        scope = self.sampler.answerable()
+    def answerable(self, sk: Skeleton, scope: Scope, min_rows: int = MIN_PAIRS) -> Candidate | None:
+        """The skeleton realised answerably on ``scope`` (robust, finite), or None."""
+        data = self.gather(scope)
+        filled = self.fill(data, sk.ops)
+        if filled is None:
+            return None
+        conds, keep = filled
+        pair = self._with_groups(sk.pair, data, keep)
+        if pair is None:
+            return None
+        rows = used_rows(data, pair, keep)
+        if diagnose(self.roles, pair, rows) is not None or not robust(pair, rows, min_rows):
+            return None
+        dof = chi_square_dof(rows, pair) if pair.stat == "chi_square" else 0
+        correction = dof == 1 and bool(self.rng.random() < 0.5)
+        value, pvalue = compute(pair, rows, correction)
+        if not (math.isfinite(value) and math.isfinite(pvalue)) or degenerate(pair.stat, value):
+            return None
+        return Candidate(scope, pair, tuple(c for c in conds if c), None, value, pvalue,
+                         correction, dof)  # fmt: skip
+
+    def candidates(self, stat: str, k: int, tries: int, min_rows: int = MIN_PAIRS,
+                   per_scope: int = 3) -> Iterator[Candidate]:  # fmt: skip
+        """Answerable candidates of ``stat`` with ``k`` row conditions from up to ``tries``
+        attempts (a new pair and operators each, a new scope every ``per_scope``)."""
+        scope = None
         for attempt in range(tries):
-            if attempt and attempt % per_scope == 0:
-                scope = self.sampler.answerable()
-            cand = self.answerable(stat, scope)
+            if scope is None or attempt % per_scope == 0:
+                scope = self.scope()
+                if scope is None:
+                    continue
+            cand = self.answerable(self.skeleton(self.draw_pair(stat), k), scope, min_rows)
             if cand is not None:
                 yield cand
 
-    def filtered(
-        self, scope: Scope, pair: Pair
-    ) -> tuple[Pair, pd.DataFrame, list[RowCondition], np.ndarray] | None:
-        """The scope's data, 0-k sampled row conditions, their mask, and Welch groups."""
-        data = self.gather(scope, pair)
-        conds = self.sample_conditions(data, self.others(pair), self._num_conditions())
-        keep = combined_mask(data, conds)
-        grouped = self._with_groups(pair, data, keep)
-        return None if grouped is None else (grouped, data, conds, keep)
-
-    def answerable(self, stat: str, scope: Scope | None = None) -> Candidate | None:
-        """An answerable candidate with a finite statistic and p-value, or None."""
-        pair = self.draw_pair(stat)
-        scope = scope or self.sampler.answerable()
-        filtered = self.filtered(scope, pair)
-        if filtered is None:
-            return None
-        pair, data, conds, keep = filtered
-        rows = used_rows(data, pair, keep)
-        if diagnose(self.roles, pair, rows) is not None:
-            return None
-        dof = chi_square_dof(rows, pair) if stat == "chi_square" else 0
-        correction = dof == 1 and bool(self.rng.random() < 0.5)
-        value, pvalue = compute(pair, rows, correction)
-        if not (math.isfinite(value) and math.isfinite(pvalue)):
-            return None
-        return Candidate(scope, pair, tuple(conds), None, value, pvalue, correction, dof)
-
     # unanswerable
 
-    def unanswerable(self) -> Candidate | None:
-        """A candidate with exactly one reason (reasons tried in random order), or None."""
-        makers = {
-            "scope": self._bad_scope,
-            Reason.NO_MATCHING_ROWS: self._no_matching_rows,
-            Reason.TOO_FEW_ROWS: self._too_few_rows,
-            Reason.CATEGORICAL_COLUMN: self._categorical,
-            Reason.CONSTANT_COLUMN: self._constant,
-            Reason.UNRECORDED_VARIABLE: self._unrecorded,
-        }
-        keys = list(makers)
-        for i in self.rng.permutation(len(keys)):
-            for _ in range(3):
-                cand = makers[keys[int(i)]]()
+    def unanswerable(self, stat: str, k: int) -> Candidate | None:
+        """A candidate of ``stat`` with ``k`` row conditions and exactly one reason (makers tried
+        in random order, each a bounded number of times), or None."""
+        makers = [self._bad_scope, self._constant, self._unrecorded]
+        if k >= 1 and len(self.others(self.draw_pair(stat))) >= 1:
+            makers += [self._no_matching_rows, self._too_few_rows]
+        if stat != "chi_square":
+            makers.append(self._categorical)
+        for i in self.rng.permutation(len(makers)):
+            for _ in range(2):
+                cand = makers[int(i)](stat, k)
                 if cand is not None:
                     return replace(cand, correction=self._maybe_correction(cand.pair))
         return None
@@ -376,174 +453,127 @@ class PairEngine:
         two = all(len(self.roles.labels.get(c, ())) == 2 for c in pair.columns)
         return pair.stat == "chi_square" and two and bool(self.rng.random() < 0.5)
 
-    def _stat(self) -> str:
-        return self.ctx.choice(self.stats)
-
-    def _bad_scope(self) -> Candidate | None:
-        scope = self.sampler.unanswerable()
+    def _bad_scope(self, stat: str, k: int) -> Candidate | None:
+        """An unanswerable scope (drawn from the answerable plan distribution); conditions and
+        Welch groups filled on the rows of a real file."""
+        scope = self.sampler.realize(self.sampler.plan(), False)
         if scope is None:
             return None
-        pair = self.draw_pair(self._stat())
-        table = self.repo.table(self.ctx.choice(self.repo.data_files))
-        conds = self.sample_conditions(table, self.others(pair), int(self.rng.integers(0, 2)))
-        keep = combined_mask(table, conds)
-        pair = self._with_groups(pair, table, keep)
+        sk = self.skeleton(self.draw_pair(stat), k)
+        example = self.gather(self.sampler.single_file())
+        filled = self.fill(example, sk.ops)
+        if filled is None:
+            return None
+        conds, keep = filled
+        pair = self._with_groups(sk.pair, example, keep)
         if pair is None:
             return None
-        return Candidate(scope, pair, tuple(conds), scope.reason)
+        return Candidate(scope, pair, tuple(c for c in conds if c), scope.reason)
 
-    def _no_matching_rows(self) -> Candidate | None:
-        pair = self.draw_pair(self._stat())
-        scope = self.sampler.answerable()
-        data = self.gather(scope, pair)
-        pair = self._with_groups(pair, data, np.ones(len(data), dtype=bool))
-        others = self.others(pair)
-        if pair is None or not others:
+    def _row_reason(self, stat: str, k: int, reason: Reason) -> Candidate | None:
+        """All conditions keep rows but one, filled last on the rows the others keep: it keeps
+        none (no_matching_rows) or exactly one used row (too_few_rows)."""
+        sk = self.skeleton(self.draw_pair(stat), k)
+        scope = self.scope()
+        if scope is None or not sk.ops:
             return None
-        col = self.ctx.choice(others)
-        bad = impossible_row_condition(self.repo, col, data[col], self.rng)
-        if bad is None:
+        data = self.gather(scope)
+        kill = int(self.rng.integers(len(sk.ops)))
+        filled = self.fill(data, sk.ops, skip=kill)
+        if filled is None:
             return None
-        rest = [c for c in others if c != col]
-        conds = self.sample_conditions(data, rest, int(self.rng.integers(0, 2)))
-        conds.insert(int(self.rng.integers(len(conds) + 1)), bad)
-        if combined_mask(data, conds).any():
-            return None
-        return Candidate(scope, pair, tuple(conds), Reason.NO_MATCHING_ROWS)
-
-    def _narrowed(self, pair: Pair, reason: Reason, prefer_largest: bool,
-                  scope: Scope | None = None) -> Candidate | None:  # fmt: skip
-        """A scope plus 0-1 ordinary conditions and one threshold condition on a numeric column
-        that leaves rows for which ``diagnose`` gives ``reason``."""
-        scope = scope or self.sampler.answerable()
-        data = self.gather(scope, pair)
-        pair = self._with_groups(pair, data, np.ones(len(data), dtype=bool))
+        conds, keep = filled
+        pair = self._with_groups(sk.pair, data, keep)
         if pair is None:
             return None
-        others = self.others(pair)
-        numeric = [c for c in others if c in self.roles.numeric]
-        if not numeric:
+        col, op = sk.ops[kill]
+        focus = keep if reason == Reason.NO_MATCHING_ROWS else keep & used_mask(data, pair)
+        mode = "empty" if reason == Reason.NO_MATCHING_ROWS else "one"
+        cond = fill_row_condition(self.repo, col, op, data.loc[focus, col], self.rng, mode)
+        if cond is None:
             return None
-        col = self.ctx.choice(numeric)
-        rest = [c for c in others if c != col]
-        conds = self.sample_conditions(data, rest, int(self.rng.integers(0, 2)))
-        keep = combined_mask(data, conds)
-        cut = self._threshold(data, keep, pair, col, reason, prefer_largest)
-        if cut is None:
+        conds[kill] = cond
+        final = [c for c in conds if c is not None]
+        mask = combined_mask(data, final)
+        if reason == Reason.NO_MATCHING_ROWS:
+            if mask.any():
+                return None
+        elif diagnose(self.roles, pair, used_rows(data, pair, mask)) != reason:
             return None
-        conds.insert(int(self.rng.integers(len(conds) + 1)), cut)
-        rows = used_rows(data, pair, combined_mask(data, conds))
-        if diagnose(self.roles, pair, rows) != reason:
-            return None
-        return Candidate(scope, pair, tuple(conds), reason)
+        return Candidate(scope, pair, tuple(final), reason)
 
-    def _threshold(self, data: pd.DataFrame, keep: np.ndarray, pair: Pair, col: str,
-                   reason: Reason, prefer_largest: bool) -> RowCondition | None:  # fmt: skip
-        """A ``gt``/``lt`` condition on ``col`` keeping the top/bottom rows so that the rows
-        used give ``reason`` (thresholds of at most 4 significant figures)."""
-        sub = data.loc[keep & data[col].notna().to_numpy()]
-        if sub.empty:
+    def _no_matching_rows(self, stat: str, k: int) -> Candidate | None:
+        return self._row_reason(stat, k, Reason.NO_MATCHING_ROWS)
+
+    def _too_few_rows(self, stat: str, k: int) -> Candidate | None:
+        return self._row_reason(stat, k, Reason.TOO_FEW_ROWS)
+
+    def _realised(self, sk: Skeleton) -> tuple[Scope, Pair, list[RowCondition], pd.DataFrame,
+                                                 np.ndarray] | None:  # fmt: skip
+        """The skeleton on an answerable scope with conditions that keep rows."""
+        scope = self.scope()
+        if scope is None:
             return None
-        top = bool(self.rng.random() < 0.5)
-        sub = sub.sort_values(col, ascending=not top, kind="stable")
-        v = sub[col].to_numpy(float)
-        used = used_mask(sub, pair)
-        xs, ys = sub[pair.x].to_numpy(), sub[pair.y].to_numpy()
-        found: list[tuple[int, float]] = []
-        for m in range(1, min(len(sub), 60)):
-            if v[m - 1] == v[m]:
-                continue
-            sel = used[:m]
-            if diagnose_values(self.roles, pair, xs[:m][sel], ys[:m][sel]) != reason:
-                continue
-            t = _separating(v[m], v[m - 1]) if top else _separating(v[m - 1], v[m])
-            if t is not None:
-                found.append((m, t))
-        if not found:
+        data = self.gather(scope)
+        filled = self.fill(data, sk.ops)
+        if filled is None:
             return None
-        m, t = found[-1] if prefer_largest else self.ctx.choice(found)
-        return RowCondition(col, "gt" if top else "lt", t)
-
-    def _too_few_rows(self) -> Candidate | None:
-        return self._narrowed(self.draw_pair(self._stat()), Reason.TOO_FEW_ROWS, False)
-
-    def _constant(self) -> Candidate | None:
-        stat = self._stat()
-        pair = self.draw_pair(stat)
-        scope = self.sampler.answerable()
-        data = self.gather(scope, pair)
-        full = np.ones(len(data), dtype=bool)
-        grouped = self._with_groups(pair, data, full)
-        if grouped is None:
+        conds, keep = filled
+        pair = self._with_groups(sk.pair, data, keep)
+        if pair is None:
             return None
-        if diagnose(self.roles, grouped, used_rows(data, grouped, full)) == Reason.CONSTANT_COLUMN:
-            return Candidate(scope, grouped, (), Reason.CONSTANT_COLUMN)
-        pair = self._low_cardinality(pair, data)
-        return self._narrowed(pair, Reason.CONSTANT_COLUMN, True, scope)
+        return scope, pair, [c for c in conds if c is not None], data, keep
 
-    def _low_cardinality(self, pair: Pair, data: pd.DataFrame) -> Pair:
-        """The pair with one column (Welch: the numeric one) replaced by a column of the same
-        kind with the fewest distinct values in ``data``."""
-        position = 0 if pair.stat == "welch_t" else int(self.rng.integers(2))
-        keep = pair.columns[1 - position]
-        pool = self.roles.categorical if pair.stat == "chi_square" else self.roles.numeric
-        pool = [c for c in pool if c != keep]
-        if not pool or data.empty:
-            return pair
-        counts = np.array([data[c].nunique() for c in pool])
-        best = self.ctx.choice([c for c, n in zip(pool, counts, strict=True) if n == counts.min()])
-        return replace(pair, x=best) if position == 0 else replace(pair, y=best)
+    def _constant(self, stat: str, k: int) -> Candidate | None:
+        """A draw whose used rows happen to hold a constant column (never forced: forcing it
+        would favour low-cardinality columns and narrow thresholds)."""
+        got = self._realised(self.skeleton(self.draw_pair(stat), k))
+        if got is None:
+            return None
+        scope, pair, conds, data, keep = got
+        if diagnose(self.roles, pair, used_rows(data, pair, keep)) != Reason.CONSTANT_COLUMN:
+            return None
+        return Candidate(scope, pair, tuple(conds), Reason.CONSTANT_COLUMN)
 
-    def _categorical(self) -> Candidate | None:
-        stats_ok = [s for s in self.stats if s != "chi_square"]
+    def _categorical(self, stat: str, k: int) -> Candidate | None:
+        """A numeric statistic (or Welch's measured column) of a categorical column."""
         r = self.roles
-        if not stats_ok or not r.categorical or len(r.analysable) < 3:
+        if stat == "chi_square" or not r.categorical:
             return None
-        stat = self.ctx.choice(stats_ok)
         if stat == "welch_t":
             if len(r.categorical) < 2:
                 return None
             x, y = self.rng.choice(len(r.categorical), 2, replace=False).tolist()
             pair = Pair(stat, r.categorical[x], r.categorical[y])
         else:
+            if not r.numeric:
+                return None
             cat, other = self.ctx.choice(r.categorical), self.ctx.choice(r.numeric)
             pair = Pair(stat, *((cat, other) if self.rng.random() < 0.5 else (other, cat)))
-        scope = self.sampler.answerable()
-        filtered = self.filtered(scope, pair)
-        if filtered is None:
+        got = self._realised(self.skeleton(pair, k))
+        if got is None:
             return None
-        pair, data, conds, keep = filtered
+        scope, pair, conds, data, keep = got
         if diagnose(r, pair, used_rows(data, pair, keep)) != Reason.CATEGORICAL_COLUMN:
             return None
         return Candidate(scope, pair, tuple(conds), Reason.CATEGORICAL_COLUMN)
 
-    def _unrecorded(self) -> Candidate | None:
+    def _unrecorded(self, stat: str, k: int) -> Candidate | None:
+        """One target (Welch: the measured column) named after a variable never recorded."""
         unrecorded = [u.name for u in self.ctx.spec.unrecorded]
         if not unrecorded:
             return None
-        pair = self.draw_pair(self._stat())
-        scope = self.sampler.answerable()
-        filtered = self.filtered(scope, pair)
-        if filtered is None:
+        got = self._realised(self.skeleton(self.draw_pair(stat), k))
+        if got is None:
             return None
-        pair, data, conds, keep = filtered
-        name = self.ctx.choice(unrecorded)
+        scope, pair, conds, data, keep = got
         which = 0 if pair.stat == "welch_t" else int(self.rng.integers(2))
         real = pair.columns[1 - which]
         if int(data.loc[keep, real].notna().sum()) < MIN_PAIRS:
             return None
+        name = self.ctx.choice(unrecorded)
         pair = replace(pair, x=name) if which == 0 else replace(pair, y=name)
         return Candidate(scope, pair, tuple(conds), Reason.UNRECORDED_VARIABLE)
-
-
-def _separating(low: float, high: float) -> float | None:
-    """The shortest number (<= 4 significant figures) strictly between ``low`` and ``high``."""
-    mid = (low + high) / 2
-    for digits in (1, 2, 3, 4):
-        t = num(mid, digits)
-        if low < t < high:
-            return t
-    return None
 
 
 # --- text ----------------------------------------------------------------------------------------
@@ -605,13 +635,16 @@ class BivariateStatistic(QuestionType):
         )
         if not engine.stats:
             return None
+        stat = ctx.choice(engine.stats)
+        k = engine.draw_k()
+        sig = int(ctx.rng.integers(cfg.sig_figs[0], cfg.sig_figs[1] + 1))
         if answerable:
-            cand = next(engine.candidates(ctx.choice(engine.stats), cfg.tries), None)
+            min_rows = PRECISE_ROWS if sig >= 4 else MIN_PAIRS
+            cand = next(engine.candidates(stat, k, cfg.tries, min_rows), None)
         else:
-            cand = engine.unanswerable()
+            cand = engine.unanswerable(stat, k)
         if cand is None:
             return None
-        sig = int(ctx.rng.integers(cfg.sig_figs[0], cfg.sig_figs[1] + 1))
         return self._question(ctx, cand, sig)
 
     def _question(self, ctx: Context, cand: Candidate, sig: int) -> Question:

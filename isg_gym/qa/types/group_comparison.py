@@ -2,7 +2,14 @@
 
 The groups are the values of a path variable (as the paths render them) or the labels of a
 categorical column. Rows with a missing target or group are ignored; only groups with at least
-one value count; the winner must be unique (clear of the runner-up by more than ``rel_tol``).
+one value count.
+
+The grouping (path variable or column), the direction, the number of row conditions and their
+operators and the scope plan are drawn the same way whatever the answerability. An answerable
+question is robust: every group that has a value has at least ``min_group`` (5) values and the
+winner leads the runner-up by at least ``rel_margin`` (1%, relative); an unanswerable one gets
+its reason from its scope (realised unanswerably), from one row condition filled to keep no
+usable row, or from its target column (categorical, or a variable never recorded).
 """
 
 from __future__ import annotations
@@ -17,13 +24,11 @@ from isg_gym.qa.conditions import (
     RowCondition,
     combined_mask,
     describe_row_conditions,
-    impossible_row_condition,
-    matching_files,
+    fill_row_condition,
     rendered_values,
-    sample_path_condition,
-    sample_row_condition,
+    row_op,
 )
-from isg_gym.qa.scope import MAX_SCOPE_FILES, Scope, ScopeSampler, gather
+from isg_gym.qa.scope import MAX_SCOPE_FILES, Scope, ScopePlan, ScopeSampler, gather
 from isg_gym.repository import Repository
 from isg_gym.spec.models import PathVariable, column_kind
 
@@ -120,13 +125,20 @@ def group_means(df: pd.DataFrame, column: str, conditions: list[RowCondition]) -
     return rows.groupby(GROUP, sort=True)[column].mean()
 
 
+def group_stats(df: pd.DataFrame, column: str, conditions: list[RowCondition]) -> pd.DataFrame:
+    """Mean and count of ``column`` per group over the usable rows (groups with >= 1 value)."""
+    rows = df.loc[usable_rows(df, column, conditions), [GROUP, column]]
+    return rows.groupby(GROUP, sort=True)[column].agg(["mean", "size"])
+
+
 def unique_winner(means: pd.Series, direction: str, rel_tol: float) -> str | None:
-    """The group with the highest (lowest) mean if it beats the runner-up clearly, else None."""
+    """The group with the highest (lowest) mean if it leads the runner-up by at least
+    ``rel_tol`` (relative to the larger magnitude) and strictly, else None."""
     if len(means) < 2 or not np.isfinite(means.to_numpy(dtype=float)).all():
         return None
     ordered = means.sort_values(ascending=direction == "lowest", kind="stable")
     best, second = float(ordered.iloc[0]), float(ordered.iloc[1])
-    if abs(best - second) <= rel_tol * max(abs(best), abs(second)) or best == second:
+    if abs(best - second) < rel_tol * max(abs(best), abs(second)) or best == second:
         return None
     return str(ordered.index[0])
 
@@ -187,46 +199,56 @@ class GroupComparison(QuestionType):
     class Config:
         max_row_conditions: int = 2
         path_share: float = 0.5  # share of questions grouped by a path variable
-        tries: int = 8
-        rel_tol: float = 1e-9  # the winner must beat the runner-up by more than this (relative)
+        tries: int = 10
+        rel_margin: float = 0.01  # the winner leads the runner-up by at least this (relative)
+        min_group: int = 5  # values in every group of an answerable question
         max_files: int = MAX_SCOPE_FILES
 
     def generate(self, ctx: Context, answerable: bool) -> Question | None:
+        grouping = self._grouping(ctx)
+        if grouping is None or not numeric_columns(ctx.repo):
+            return None
+        k = int(ctx.rng.integers(0, self.config.max_row_conditions + 1))
         if answerable:
             for _ in range(self.config.tries):
-                question = self._answerable(ctx)
+                question = self._answerable(ctx, grouping, k)
                 if question is not None:
                     return question
             return None
-        makers = [self._scope_reason, self._no_rows, self._categorical, self._unrecorded]
+        makers = [self._scope_reason, self._categorical, self._unrecorded]
+        if k >= 1:
+            makers.append(self._no_rows)
         for i in ctx.rng.permutation(len(makers)):
-            for _ in range(3):
-                question = makers[i](ctx)
+            for _ in range(2):
+                question = makers[int(i)](ctx, grouping, k)
                 if question is not None:
                     return question
         return None
 
     # --- building blocks --------------------------------------------------------------------
 
-    def _path_scope(self, ctx: Context, var: PathVariable) -> Scope | None:
-        """Files across >= 2 values of ``var``: 0-2 conditions on other variables, <= max."""
-        repo = ctx.repo
-        others = [v for v in repo.spec.path_variables if v.name != var.name]
-        for _ in range(12):
-            k = int(ctx.rng.integers(0, min(2, len(others)) + 1))
-            chosen = ctx.rng.choice(len(others), k, replace=False).tolist() if k else []
-            conds = [sample_path_condition(repo, others[j], ctx.rng) for j in sorted(chosen)]
-            files = matching_files(repo, conds)
-            if not 1 <= len(files) <= self.config.max_files:
-                continue
-            if len(set(path_groups(repo, tuple(files), var.name))) >= 2:
-                return Scope(files=tuple(files), path_conditions=tuple(conds))
-        return None
+    def _sampler(self, ctx: Context) -> ScopeSampler:
+        return ScopeSampler(ctx.repo, ctx.rng, max_files=self.config.max_files)
 
-    def _grouping(self, ctx: Context, exclude: set[str] = frozenset()) -> tuple[str, str] | None:
-        """(group_kind, group_by): a path variable or a categorical column not in ``exclude``."""
+    def _scope_plan(self, ctx: Context, kind: str, group_by: str) -> ScopePlan:
+        """A scope plan as every data question draws it; grouped by a path variable: several
+        files, and no condition on that variable."""
+        sampler = self._sampler(ctx)
+        if kind != "path":
+            return sampler.plan()
+        plan = sampler.plan(single_file_share=0.0)
+        return ScopePlan(False, tuple(c for c in plan.conditions if c[0] != group_by))
+
+    def _scope(self, ctx: Context, kind: str, group_by: str, answerable: bool) -> Scope | None:
+        scope = self._sampler(ctx).realize(self._scope_plan(ctx, kind, group_by), answerable)
+        if scope is None or not answerable or kind != "path":
+            return scope
+        return scope if len(set(path_groups(ctx.repo, scope.files, group_by))) >= 2 else None
+
+    def _grouping(self, ctx: Context) -> tuple[str, str] | None:
+        """(group_kind, group_by): a path variable or a categorical column."""
         paths = groupable_path_variables(ctx.repo)
-        cats = [c for c in categorical_columns(ctx.repo) if c not in exclude]
+        cats = categorical_columns(ctx.repo)
         use_path = bool(paths) and (not cats or ctx.rng.random() < self.config.path_share)
         if use_path:
             return "path", ctx.choice(paths).name
@@ -234,32 +256,29 @@ class GroupComparison(QuestionType):
             return "column", ctx.choice(cats)
         return None
 
-    def _plan(self, ctx: Context, targets: list[str], exclude: set[str] = frozenset()):
-        """A valid scope and grouping with a target from ``targets`` (None if impossible)."""
-        grouping = self._grouping(ctx, exclude)
-        if grouping is None:
-            return None
-        kind, group_by = grouping
-        pool = [t for t in targets if t != group_by]
-        if not pool:
-            return None
-        if kind == "path":
-            var = next(v for v in ctx.spec.path_variables if v.name == group_by)
-            scope = self._path_scope(ctx, var)
-            if scope is None:
-                return None
-        else:
-            scope = ScopeSampler(ctx.repo, ctx.rng, max_files=self.config.max_files).answerable()
-        return Plan(scope, kind, group_by, ctx.choice(pool), ctx.choice(("highest", "lowest")))
+    def _ops(self, ctx: Context, exclude: set[str], k: int) -> list[tuple[str, str]]:
+        """Up to ``k`` (column, operator) pairs on distinct filter columns (:func:`row_op`)."""
+        pool = filter_columns(ctx.repo, exclude)
+        chosen = ctx.rng.permutation(len(pool))[:k].tolist()
+        return [(pool[j], row_op(ctx.repo, pool[j], ctx.rng)) for j in chosen]
 
-    def _row_conditions(
-        self, ctx: Context, plan: Plan, df: pd.DataFrame, most: int
-    ) -> list[RowCondition]:
-        pool = filter_columns(ctx.repo, {plan.column, plan.group_by})
-        k = min(int(ctx.rng.integers(0, most + 1)), len(pool))
-        chosen = sorted(ctx.rng.choice(len(pool), k, replace=False).tolist()) if k else []
-        conds = [sample_row_condition(ctx.repo, pool[j], df[pool[j]], ctx.rng) for j in chosen]
-        return [c for c in conds if c is not None]
+    def _fill(
+        self, ctx: Context, df: pd.DataFrame, ops: list[tuple[str, str]], focus: np.ndarray,
+        skip: int | None = None,
+    ) -> list[RowCondition | None] | None:
+        """Conditions keeping some of the ``focus`` rows, each filled on the rows the earlier
+        ones keep (``skip`` left out as None); None where an operator cannot keep rows."""
+        conds: list[RowCondition | None] = [None] * len(ops)
+        keep = focus.copy()
+        for i, (col, op) in enumerate(ops):
+            if i == skip:
+                continue
+            cond = fill_row_condition(ctx.repo, col, op, df.loc[keep, col], ctx.rng)
+            if cond is None:
+                return None
+            conds[i] = cond
+            keep &= cond.mask(df[col])
+        return conds
 
     def _frame(self, ctx: Context, plan: Plan) -> pd.DataFrame:
         columns = [plan.column, *filter_columns(ctx.repo, {plan.column, plan.group_by})]
@@ -279,84 +298,105 @@ class GroupComparison(QuestionType):
             evidence=plan.scope.files,
         )
 
-    # --- answerable -------------------------------------------------------------------------
-
-    def _answerable(self, ctx: Context) -> Question | None:
-        plan = self._plan(ctx, numeric_columns(ctx.repo))
-        if plan is None:
+    def _realised(self, ctx: Context, grouping: tuple[str, str], target: str, k: int,
+                  skip: bool = False) -> tuple[Plan, pd.DataFrame, list, list] | None:  # fmt: skip
+        """An answerable scope for the grouping and ``target``, the frame and conditions that
+        keep usable rows (one left unfilled, at a random position, when ``skip``)."""
+        kind, group_by = grouping
+        scope = self._scope(ctx, kind, group_by, True)
+        if scope is None:
+            return None
+        plan = Plan(scope, kind, group_by, target, ctx.choice(("highest", "lowest")))
+        ops = self._ops(ctx, {target, group_by}, k)
+        if skip and not ops:
             return None
         df = self._frame(ctx, plan)
-        plan.row_conditions = self._row_conditions(ctx, plan, df, self.config.max_row_conditions)
-        means = group_means(df, plan.column, plan.row_conditions)
-        winner = unique_winner(means, plan.direction, self.config.rel_tol)
+        hole = int(ctx.rng.integers(len(ops))) if skip else None
+        conds = self._fill(ctx, df, ops, usable_rows(df, target, []), hole)
+        if conds is None:
+            return None
+        return plan, df, ops, conds
+
+    # --- answerable -------------------------------------------------------------------------
+
+    def _answerable(self, ctx: Context, grouping: tuple[str, str], k: int) -> Question | None:
+        targets = [c for c in numeric_columns(ctx.repo) if c != grouping[1]]
+        if not targets:
+            return None
+        got = self._realised(ctx, grouping, ctx.choice(targets), k)
+        if got is None:
+            return None
+        plan, df, _, conds = got
+        plan.row_conditions = [c for c in conds if c is not None]
+        table = group_stats(df, plan.column, plan.row_conditions)
+        if table.empty or int(table["size"].min()) < self.config.min_group:
+            return None
+        winner = unique_winner(table["mean"], plan.direction, self.config.rel_margin)
         if winner is None:
             return None
         return self._question(ctx, plan, answer=winner)
 
     # --- unanswerable -----------------------------------------------------------------------
 
-    def _scope_reason(self, ctx: Context) -> Question | None:
-        scope = ScopeSampler(ctx.repo, ctx.rng, max_files=self.config.max_files).unanswerable()
+    def _scope_reason(self, ctx: Context, grouping: tuple[str, str], k: int) -> Question | None:
+        kind, group_by = grouping
+        scope = self._scope(ctx, kind, group_by, False)
         if scope is None:
-            return None
-        used = {c.variable for c in scope.path_conditions}
-        paths = [v for v in groupable_path_variables(ctx.repo) if v.name not in used]
-        cats = categorical_columns(ctx.repo)
-        if scope.file is None and paths and (not cats or ctx.rng.random() < 0.5):
-            kind, group_by = "path", ctx.choice(paths).name
-        elif cats:
-            kind, group_by = "column", ctx.choice(cats)
-        else:
             return None
         targets = [c for c in numeric_columns(ctx.repo) if c != group_by]
         if not targets:
             return None
         plan = Plan(scope, kind, group_by, ctx.choice(targets), ctx.choice(("highest", "lowest")))
+        ops = self._ops(ctx, {plan.column, group_by}, k)
         example = ctx.repo.table(ctx.choice(ctx.repo.data_files))
-        plan.row_conditions = self._row_conditions(ctx, plan, example, 1)
+        conds = self._fill(ctx, example, ops, example[plan.column].notna().to_numpy())
+        if conds is None:
+            return None
+        plan.row_conditions = [c for c in conds if c is not None]
         return self._question(ctx, plan, reason=scope.reason)
 
-    def _no_rows(self, ctx: Context) -> Question | None:
-        plan = self._plan(ctx, numeric_columns(ctx.repo))
-        if plan is None:
+    def _no_rows(self, ctx: Context, grouping: tuple[str, str], k: int) -> Question | None:
+        """All conditions keep rows but one, filled last: it keeps no usable row."""
+        targets = [c for c in numeric_columns(ctx.repo) if c != grouping[1]]
+        if not targets:
             return None
-        df = self._frame(ctx, plan)
-        conds = self._row_conditions(ctx, plan, df, 1)
-        pool = filter_columns(ctx.repo, {plan.column, plan.group_by} | {c.column for c in conds})
-        if not pool:
+        got = self._realised(ctx, grouping, ctx.choice(targets), k, skip=True)
+        if got is None:
             return None
-        col = ctx.choice(pool)
-        impossible = impossible_row_condition(ctx.repo, col, df[col], ctx.rng)
-        if impossible is None:
+        plan, df, ops, conds = got
+        hole = conds.index(None)
+        others = [c for c in conds if c is not None]
+        focus = usable_rows(df, plan.column, others)
+        col, op = ops[hole]
+        cond = fill_row_condition(ctx.repo, col, op, df.loc[focus, col], ctx.rng, "empty")
+        if cond is None:
             return None
-        conds.insert(int(ctx.rng.integers(len(conds) + 1)), impossible)
-        if usable_rows(df, plan.column, conds).any():
+        conds[hole] = cond
+        plan.row_conditions = [c for c in conds if c is not None]
+        if usable_rows(df, plan.column, plan.row_conditions).any():
             return None
-        plan.row_conditions = conds
         return self._question(ctx, plan, reason=Reason.NO_MATCHING_ROWS)
 
-    def _categorical(self, ctx: Context) -> Question | None:
-        cats = categorical_columns(ctx.repo)
+    def _categorical(self, ctx: Context, grouping: tuple[str, str], k: int) -> Question | None:
+        cats = [c for c in categorical_columns(ctx.repo) if c != grouping[1]]
         if not cats:
             return None
-        target = ctx.choice(cats)
-        plan = self._plan(ctx, [target], exclude={target})
-        if plan is None:
-            return None
-        return self._with_rows(ctx, plan, Reason.CATEGORICAL_COLUMN)
+        return self._with_rows(ctx, grouping, ctx.choice(cats), k, Reason.CATEGORICAL_COLUMN)
 
-    def _unrecorded(self, ctx: Context) -> Question | None:
+    def _unrecorded(self, ctx: Context, grouping: tuple[str, str], k: int) -> Question | None:
         if not ctx.spec.unrecorded:
             return None
-        plan = self._plan(ctx, [ctx.choice(ctx.spec.unrecorded).name])
-        if plan is None:
-            return None
-        return self._with_rows(ctx, plan, Reason.UNRECORDED_VARIABLE)
+        name = ctx.choice(ctx.spec.unrecorded).name
+        return self._with_rows(ctx, grouping, name, k, Reason.UNRECORDED_VARIABLE)
 
-    def _with_rows(self, ctx: Context, plan: Plan, reason: Reason) -> Question | None:
+    def _with_rows(self, ctx: Context, grouping: tuple[str, str], target: str, k: int,
+                   reason: Reason) -> Question | None:  # fmt: skip
         """The question with ``reason`` if its row conditions still leave grouped rows."""
-        df = self._frame(ctx, plan)
-        plan.row_conditions = self._row_conditions(ctx, plan, df, self.config.max_row_conditions)
+        got = self._realised(ctx, grouping, target, k)
+        if got is None:
+            return None
+        plan, df, _, conds = got
+        plan.row_conditions = [c for c in conds if c is not None]
         if not usable_rows(df, plan.column, plan.row_conditions).any():
             return None
         return self._question(ctx, plan, reason=reason)

@@ -7,14 +7,16 @@ numeric column in two groups of a categorical column; ``scipy.stats.ttest_ind(a,
 equal_var=False)``, two-sided). The answer is yes when p < alpha.
 
 Column pairs are causally linked (one column's expression depends on the other) or not, drawn
-independently of the answer; each question draws a target answer and keeps sampling scopes, pairs
-and conditions until one gives it (or takes the first valid one), so yes and no are balanced.
-p-values within ``margin`` (relative) of alpha are avoided.
+independently of the answer. The test, alpha and the number of row conditions are drawn before
+the answerability (so each test's unanswerable share is the nominal one); an answerable question
+then draws its target answer and samples scopes, pairs and conditions (a bounded number of
+times) until one gives it, so yes and no are balanced per test. Answerable tests pass the
+robustness rules of :mod:`isg_gym.qa.types.bivariate` and never have p within ``margin``
+(relative) of alpha.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from isg_gym.qa.base import Context, Question, QuestionType, register
@@ -29,6 +31,12 @@ from isg_gym.qa.types.bivariate import (
 
 TESTS = ("pearson", "spearman", "chi_square", "welch_t")
 ALPHAS = (0.01, 0.05)
+ALPHA_MARGIN = 0.25  # robustness: no answerable test with |p - alpha| <= 25% of alpha
+
+
+def near_alpha(pvalue: float, alpha: float, margin: float = ALPHA_MARGIN) -> bool:
+    """Whether ``pvalue`` lies within ``margin`` (relative) of ``alpha``."""
+    return abs(pvalue - alpha) <= margin * alpha
 
 # Per test: the question, the claim, the method and the null hypothesis (formatted with x, y,
 # g (group column), a, b (group labels), corr).
@@ -82,10 +90,9 @@ class HypothesisTest(QuestionType):
     class Config:
         max_row_conditions: int = 2
         linked_share: float = 0.5
-        tries: int = 16  # candidates sampled to hit the target answer
-        margin: float = 0.05  # avoid p-values with |log(p / alpha)| below this
-        yes_target: float = 0.55  # P(target answer yes); a little over half as some tests
-        # (chi-square, Welch) cannot reach yes in some repositories
+        tries: int = 24  # candidates sampled to hit the target answer
+        margin: float = 0.25  # never ask a test with |p - alpha| <= margin * alpha
+        yes_target: float = 0.5  # P(target answer yes)
 
     def generate(self, ctx: Context, answerable: bool) -> Question | None:
         cfg = self.config
@@ -94,17 +101,24 @@ class HypothesisTest(QuestionType):
         )
         if not engine.stats:
             return None
+        test = ctx.choice(engine.stats)
+        k = engine.draw_k()
         alpha = ctx.choice(ALPHAS)
-        cand = self._balanced(ctx, engine, alpha) if answerable else engine.unanswerable()
+        if answerable:
+            cand = self._balanced(ctx, engine, test, k, alpha)
+        else:
+            cand = engine.unanswerable(test, k)
         return None if cand is None else self._question(ctx, cand, alpha)
 
-    def _balanced(self, ctx: Context, engine: PairEngine, alpha: float) -> Candidate | None:
-        """The first candidate whose answer is a target drawn at random (else the first valid)."""
-        test = ctx.choice(engine.stats)
+    def _balanced(
+        self, ctx: Context, engine: PairEngine, test: str, k: int, alpha: float
+    ) -> Candidate | None:
+        """The first candidate whose answer is a target drawn at random (else the first valid
+        one), never one with p near alpha."""
         target = bool(ctx.rng.random() < self.config.yes_target)
         fallback = None
-        for cand in engine.candidates(test, self.config.tries):
-            if abs(math.log(max(cand.pvalue, 1e-300) / alpha)) < self.config.margin:
+        for cand in engine.candidates(test, k, self.config.tries):
+            if near_alpha(cand.pvalue, alpha, self.config.margin):
                 continue
             if (cand.pvalue < alpha) == target:
                 return cand
