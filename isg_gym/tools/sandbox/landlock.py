@@ -30,14 +30,12 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from isg_gym.tools.sandbox import (
     _CHILD_ENV,
-    WORKER,
-    Sandbox,
+    LocalSandbox,
     SandboxLimits,
     SandboxUnavailable,
     _python,
@@ -129,10 +127,12 @@ def rules_for(view: str, scratch: str) -> list[tuple[str, str]]:
     return [r for r in rules if not (r in seen or seen.add(r))]
 
 
-class LandlockSandbox(Sandbox):
+class LandlockSandbox(LocalSandbox):
     """Backend ``"landlock"`` (see the module docs)."""
 
     backend = "landlock"
+    copy_view = False  # hard links are safe: the view is read-only under Landlock
+    warn_unisolated = False
 
     def __init__(
         self, limits: SandboxLimits | None = None, *, seccomp: bool = True, namespaces: bool = True
@@ -142,34 +142,21 @@ class LandlockSandbox(Sandbox):
             raise SandboxUnavailable(reason)
         super().__init__(limits, seccomp=seccomp)
         self.namespaces = namespaces
-        self._scratch_root: str | None = None
 
     def _config(self, files_dir: str) -> dict[str, Any]:
         config = super()._config(files_dir)
-        self._scratch_root = tempfile.mkdtemp(prefix="isg-sandbox-scratch-")
-        config["data_dir"] = files_dir
-        config["scratch"] = self._scratch_root
+        scratch = config["scratch"]
+        # Landlock forbids mounting, so no per-call mount namespaces: the worker-wide ones
+        # (landlock_rules.confine) and the supervisor's per-call wipe of scratch instead.
+        config["call_namespaces"] = False
         config["landlock"] = {
             "module": str(RULES_MODULE),
-            "rules": rules_for(files_dir, self._scratch_root),
-            "scratch": self._scratch_root,
+            "rules": rules_for(files_dir, scratch),
+            "scratch": scratch,
             "scratch_mb": max(4 * self.limits.file_size_mb, 64),
             "namespaces": self.namespaces,
         }
         return config
-
-    def _command(self, files_dir: str, config: dict[str, Any]) -> list[str]:
-        return [_python(), "-I", "-S", str(WORKER), json.dumps(config)]
-
-    def _launcher_env(self) -> dict[str, str]:
-        return {**_CHILD_ENV, "HOME": "/nonexistent"}
-
-    def _cleanup(self) -> None:
-        if self._scratch_root is not None:
-            import shutil
-
-            shutil.rmtree(self._scratch_root, ignore_errors=True)
-            self._scratch_root = None
 
     def description(self) -> str:
         """What confines this backend's code here (the running worker's report when started)."""
