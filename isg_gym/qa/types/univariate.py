@@ -25,6 +25,9 @@ import pandas as pd
 
 from isg_gym.qa.base import AnswerKind, Context, Question, QuestionType, Reason, register
 from isg_gym.qa.conditions import (
+    ROW_OPS_FLOAT,
+    ROW_OPS_INTEGER,
+    ROW_OPS_LABEL,
     RowCondition,
     describe_row_conditions,
     fill_row_condition,
@@ -41,7 +44,7 @@ STATISTICS = ("mode", *NUMERIC_STATS, "n_distinct")
 CATEGORICAL_REASON_STATS = NUMERIC_STATS
 # Relative weights of the unanswerable constructions (each applies to some statistics only).
 REASON_WEIGHTS = {"scope": 1.0, "rows": 1.0, "too_few": 1.0, "categorical": 0.3,
-                  "unrecorded": 0.6}  # fmt: skip
+                  "unrecorded": 0.4}  # fmt: skip
 MODE_LEAD = 2  # the gold mode leads the runner-up by at least this many counts
 MANY_VALUES = 10  # 4-5 significant figures only with at least this many values
 _PHRASES = {
@@ -232,10 +235,9 @@ class UnivariateStatistic(QuestionType):
 
     # --- plan ------------------------------------------------------------------------------
 
-    def _plan(self, ctx: Context, sampler: ScopeSampler) -> Plan:
-        statistic = ctx.choice(self._statistics(ctx))
-        lo, hi = self.config.sig_figs
-        sig = int(ctx.rng.integers(lo, hi + 1)) if answer_kind(statistic) == "float" else None
+    def _plan(
+        self, ctx: Context, sampler: ScopeSampler, statistic: str, sig: int | None
+    ) -> Plan:
         return Plan(
             statistic=statistic,
             sig_figs=sig,
@@ -268,29 +270,45 @@ class UnivariateStatistic(QuestionType):
         if len(columns) < count:
             return None
         slots: list[RowCondition | None] = [None] * count
-        others = [i for i in range(count) if kill is None or i != kill[0]]
-        for i in others:
+        plan = [(column, row_op(ctx.repo, column, ctx.rng)) for column in columns[:count]]
+        spare = columns[count:]
+        killable = [i for i, (_, op) in enumerate(plan) if op != "ne"]
+        if kill is not None:
+            if not killable:
+                return None
+            kill = (killable[int(ctx.rng.integers(len(killable)))], kill[1])
+        for i, (column, op) in enumerate(plan):
+            if kill is not None and i == kill[0]:
+                continue
             cond = None
-            while columns and cond is None:
-                series = rows.series(columns.pop())
-                cand = fill_row_condition(ctx.repo, str(series.name),
-                                          row_op(ctx.repo, str(series.name), ctx.rng),
-                                          series[mask & present], ctx.rng)  # fmt: skip
+            tries = [(column, op)] + [(c, row_op(ctx.repo, c, ctx.rng)) for c in spare[::-1]]
+            for j, (name, name_op) in enumerate(tries):
+                series = rows.series(name)
+                cand = fill_row_condition(ctx.repo, name, name_op, series[mask & present], ctx.rng)
                 if cand is not None and int((mask & present & cand.mask(series)).sum()) >= need:
                     cond = cand
+                    if j:
+                        spare.remove(name)
+                    break
             if cond is None:
                 return None
             slots[i] = cond
             mask = mask & cond.mask(rows.series(cond.column))
         if kill is not None:
             position, mode = kill
-            for column in columns[::-1]:
-                series = rows.series(column)
+            column, op = plan[position]
+            tables = {"categorical": ROW_OPS_LABEL, "integer": ROW_OPS_INTEGER}
+            def allows(name: str) -> bool:  # the op is one the column's kind draws
+                col = ctx.spec.column(name)
+                kind = "categorical" if column_kinds(ctx.spec)[name] == "categorical" else col.role
+                return op in dict(tables.get(kind, ROW_OPS_FLOAT))
+
+            for name in [column, *[c for c in spare[::-1] if allows(c)]]:
+                series = rows.series(name)
                 universe = None
-                if column_kinds(ctx.spec)[column] == "categorical":
+                if column_kinds(ctx.spec)[name] == "categorical":
                     universe = sorted({str(v) for v in series.dropna().tolist()})
-                op = row_op(ctx.repo, column, ctx.rng)
-                cond = fill_row_condition(ctx.repo, column, op, series[mask & present], ctx.rng,
+                cond = fill_row_condition(ctx.repo, name, op, series[mask & present], ctx.rng,
                                           mode, universe)  # fmt: skip
                 if cond is None:
                     continue
@@ -347,8 +365,13 @@ class UnivariateStatistic(QuestionType):
 
     def generate(self, ctx: Context, answerable: bool) -> Question | None:
         sampler = ScopeSampler(ctx.repo, ctx.rng)
+        # The statistic and the precision are drawn once, so that retries (which fail at
+        # different rates for the two answerabilities) cannot shift the statistic mix.
+        statistic = ctx.choice(self._statistics(ctx))
+        lo, hi = self.config.sig_figs
+        sig = int(ctx.rng.integers(lo, hi + 1)) if answer_kind(statistic) == "float" else None
         for _ in range(self.config.tries):
-            plan = self._plan(ctx, sampler)
+            plan = self._plan(ctx, sampler, statistic, sig)
             if answerable:
                 question = self._answerable(ctx, sampler, plan)
             else:
