@@ -13,14 +13,14 @@ import pytest
 
 from isg_gym.cli import main
 
-GOLDEN = {  # one seed per file format: csv jsonl json txt log xlsx, and a larger one
-    0: "1b73fed8dd5b573ed7c135da45edcc51ca2dbd74680eb72b1dede9f65c153a9e",
-    1: "f1c8718dffd5414f6ca33bb95f889596c53eea92d85c9c20dccf0e541badd4ab",
-    3: "afe7fbe9bfdd71a5efcde78cbfc41d2f5a28bc5bfbfc216702378919696fbfbe",
-    6: "22b3cd42aedafbe80046f793d87704009de2336f3fb1bb172a3db646e5054d43",
-    9: "50ac5cfa58794b70a92f8998f0c27eb40444d784b0ff3ee9c979cb056234d7fd",
-    22: "427378edb4016fa0f7f7b518a89f809a60ed89eb0e16e857c18b61603ec1825b",
-    1000: "dcfca6c1c1fb80fa059c0679ccfe6d8d9b37e5928fc5c9abcc69b772ea33b6d9",
+GOLDEN = {  # spec v2; one seed per file format: csv jsonl json txt log xlsx, and a larger one
+    0: "ef4ec33525c533f3e39c5f15b5de36817e4c9f0c187ebc60d4f6060414bf9c68",
+    1: "a8346ac33165b2764d685b0afd7eee6b87005077d587cc1f79d323aae197b01b",
+    3: "d996e9afedc274e2ec5d80ff72443ef9b154e90390f8b81a95dbca1698d2b4db",
+    6: "d7de0cc42afbb0a27d0e6ae56ade20f82cb8eb9c04161d6fd9452ac8124661d2",
+    9: "b1047daf22ec3b589d0945e98f0609b3524bf4e8e7472e4cffdd1b26749c78a5",
+    22: "e227f86bd592dce6609dcd010dbd1d7348bfade6ede95e1559abd5d85395443d",
+    1000: "17e2fcc96910aaf664e1d7ed96dc54b81f47a229a1b38712c50b9016b77f2cce",
 }
 
 

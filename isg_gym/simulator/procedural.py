@@ -48,6 +48,15 @@ from isg_gym.spec.models import (
 )
 
 RESEARCHER_FORMATS = ("{f}{last}", "{F}{Last}", "{last}{f}", "{f}.{last}", "{Last}")
+MAX_COLUMNS = 19  # Spec.columns' limit
+# Which described variables are recorded varies by repository (spec v2), so that a variable's
+# name does not tell whether a repository records it: each confounder or planned variable of
+# the archetype is recorded as a column with this probability, each independent variable the
+# repository does not record is described as planned-but-unrecorded with UNCHOSEN_DESCRIBED,
+# and each chosen independent that no dependent uses is demoted to unrecorded with DEMOTED.
+PROMOTED = 0.6
+UNCHOSEN_DESCRIBED = 0.5
+DEMOTED = 0.15
 
 
 def _round(x: float, digits: int = 4) -> float:
@@ -214,6 +223,58 @@ def _independent_column(v, rng: np.random.Generator) -> Column:
                             clip=v.clip, **common)  # fmt: skip
 
 
+def _described_column(v: VariableInfo, rng: np.random.Generator) -> ContinuousColumn:
+    """A recorded column for a variable the lexicon only describes (a confounder or planned
+    variable): positive, log-normal around a scale drawn per repository."""
+    scale = 10.0 ** rng.uniform(-1, 3)
+    decimals = int(min(max(3 - np.floor(np.log10(scale)), 0), 4))
+    clip = (0.0, 100.0) if v.unit == "%" else None
+    if clip is not None:
+        scale = min(scale, 40.0)
+    return ContinuousColumn(
+        distribution=d.LogNormal(mu=_round(float(np.log(scale))),
+                                 sigma=_round(rng.uniform(0.15, 0.5))),
+        decimals=decimals, clip=clip, missing_rate=_missing_rate(rng), **v.model_dump(),
+    )  # fmt: skip
+
+
+def _recorded_split(
+    arch: Archetype, independents: list, deps: list[LexDependent], n_fixed: int,
+    rng: np.random.Generator,
+) -> tuple[list, list[VariableInfo], list[VariableInfo], list[VariableInfo]]:  # fmt: skip
+    """Per repository: which independents stay recorded, which described variables become
+    columns, and which are described as unrecorded (confounders, planned)."""
+    referenced = {e.input for dep in deps for e in dep.effects}
+    referenced |= {e.other for dep in deps for e in dep.effects if e.other}
+    chosen = {v.name for v in independents}
+    kept, demoted = [], []
+    for v in independents:
+        if v.name not in referenced and rng.random() < DEMOTED and len(independents) > 3:
+            demoted.append(VariableInfo(name=v.name, label=v.label, unit=v.unit,
+                                        description=v.description))  # fmt: skip
+        else:
+            kept.append(v)
+    described = [VariableInfo(name=v.name, label=v.label, unit=v.unit, description=v.description)
+                 for v in arch.independent
+                 if v.name not in chosen and rng.random() < UNCHOSEN_DESCRIBED]  # fmt: skip
+    promoted: list[VariableInfo] = []
+    confounders: list[VariableInfo] = []
+    planned: list[VariableInfo] = []
+    room = MAX_COLUMNS - n_fixed - len(kept) - len(deps)
+    for group, out in ((arch.confounders, confounders), (arch.planned, planned)):
+        for v in group:
+            info = VariableInfo(**v.model_dump())
+            if rng.random() < PROMOTED and len(promoted) < room:
+                promoted.append(info)
+            else:
+                out.append(info)
+    planned += demoted + described
+    if not confounders and not planned:  # every repository describes something unrecorded
+        back = promoted.pop(int(rng.integers(len(promoted))))
+        (confounders if back.name in {v.name for v in arch.confounders} else planned).append(back)
+    return kept, promoted, confounders, planned
+
+
 def _scale_of_column(col: Column, log_inputs: set[str]) -> InputScale | None:
     """Centre and spread of a numeric column; log-scale statistics only if a log effect uses it."""
     if isinstance(col, IntegerColumn | ContinuousColumn):
@@ -321,6 +382,9 @@ def _build(seed: int) -> Spec:
     rng = derive(seed, "variables")
     path_vars = _path_variables(arch, rng)
     independents, lex_deps = _choose_variables(arch, rng, {p.name for p in path_vars})
+    independents, promoted, confounders, planned = _recorded_split(
+        arch, independents, lex_deps, 2, derive(seed, "recorded")
+    )
 
     crng = derive(seed, "columns")
     columns: list[Column] = [
@@ -341,6 +405,8 @@ def _build(seed: int) -> Spec:
         ),
     ]
     columns += [_independent_column(v, crng) for v in independents]
+    prng = derive(seed, "described-columns")
+    columns += [_described_column(v, prng) for v in promoted]
 
     log_inputs = {e.input for dep in lex_deps for e in dep.effects if e.form == "log"}
     scales: dict[str, InputScale] = {}
@@ -375,8 +441,7 @@ def _build(seed: int) -> Spec:
 
     labels = {c.name: c.label for c in columns} | {p.name: p.label for p in path_vars}
     factor, focus = _pick_factor_focus(deps, lex_deps, path_vars, labels)
-    story = write_story(arch, triple, factor, focus, path_vars, columns,
-                        list(arch.confounders), list(arch.planned),
+    story = write_story(arch, triple, factor, focus, path_vars, columns, confounders, planned,
                         derive(seed, "story"))  # fmt: skip
 
     vrng = derive(seed, "readme")
@@ -392,7 +457,7 @@ def _build(seed: int) -> Spec:
         path_variables=path_vars,
         layout=_layout([p.key for p in path_vars], derive(seed, "layout")),
         columns=columns,
-        unrecorded=[VariableInfo(**v.model_dump()) for v in [*arch.confounders, *arch.planned]],
+        unrecorded=[*confounders, *planned],
         sort_by=sort_by,
         file_format=file_format,
         readme=ReadmeVisibility(present=present, title=title, abstract=abstract),

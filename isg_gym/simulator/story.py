@@ -88,9 +88,7 @@ def write_story(
             f"Independent variables. Varied across files: {_listing(conditions)}. "
             f"Recorded for each row: {_listing(measured) or 'none'}.",
             f"Dependent variables. {_sentence(_listing(outcomes))}",
-            f"Confounders. Possible confounders that were not recorded: "
-            f"{_listing(unrecorded_confounders)}. Planned but not yet recorded: "
-            f"{_listing(unrecorded_planned)}.",
+            _unrecorded_paragraph(unrecorded_confounders, unrecorded_planned),
         ]
     )
 
@@ -103,9 +101,12 @@ def write_story(
         f"For every row we recorded {_listing(measured) or 'the experimental conditions'}, "
         f"and measured {_listing(outcomes)}.",
         hypothesis,
-        f"Because {_listing(unrecorded_confounders)} could not be recorded, effects attributed to "
-        f"{factor} should be interpreted with care.",
     ]
+    if unrecorded_confounders:
+        core.append(
+            f"Because {_listing(unrecorded_confounders)} could not be recorded, effects "
+            f"attributed to {factor} should be interpreted with care."
+        )
     fillers = list(load_common()["abstract_fillers"])
     order = rng.permutation(len(fillers))
     sentences = list(core)
@@ -119,6 +120,15 @@ def write_story(
     if not ABSTRACT_WORDS[0] <= len(abstract.split()) <= ABSTRACT_WORDS[1]:
         abstract = _fit(abstract)
     return Story(title=title, description=description, abstract=abstract)
+
+
+def _unrecorded_paragraph(confounders: list[VariableInfo], planned: list[VariableInfo]) -> str:
+    """What the project describes but does not record (either list may be empty)."""
+    first = (f"Possible confounders that were not recorded: {_listing(confounders)}."
+             if confounders else "No unrecorded confounders were identified.")  # fmt: skip
+    second = (f" Planned but not yet recorded: {_listing(planned)}."
+              if planned else " Nothing else is planned.")  # fmt: skip
+    return "Confounders. " + first + second
 
 
 def _words(sentences: list[str]) -> int:
