@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from isg_gym.eval.backends.base import ChatBackend, Completion
-from isg_gym.qa import QUESTION_TYPES, Question
+from isg_gym.qa import QUESTION_TYPES, QUESTION_VERSION, Question
 from isg_gym.qa.conditions import fmt_num
 from isg_gym.qa.paraphrase import (
     ABSTAIN_HINT,
@@ -21,11 +21,14 @@ from isg_gym.qa.paraphrase import (
     apply_paraphrases,
     cache_path,
     check_paraphrase,
+    entry_key,
     extract_paraphrase,
+    instruction_sentences,
     load_paraphrases,
     model_slug,
     paraphrase_questions,
     preserved_tokens,
+    repository_text,
     summarize,
     text_sha256,
 )
@@ -175,7 +178,120 @@ def test_yates_direction_and_other_problems() -> None:
     assert check_paraphrase(q, "  ") == [EMPTY]
     assert check_paraphrase(q, "  " + text.upper().replace(" ", "  "))[0] == IDENTICAL
     hint = "Please answer (or say not possible if it cannot be done): " + text
-    assert check_paraphrase(q, hint) == [ABSTAIN_HINT]
+    assert ABSTAIN_HINT in check_paraphrase(q, hint)
+
+
+BIVARIATE_Q = _question(
+    'What is the Pearson correlation coefficient between "flow_rate" and "retention_time" over '
+    "the data files where spike level (path component \"spike\") is 5? Use only the rows where "
+    'both "flow_rate" and "retention_time" are present. Give the answer to 3 significant figures.',
+    {"x": "flow_rate", "y": "retention_time", "statistic": "pearson",
+     "path_conditions": [{"variable": "var1", "op": "is", "value": "5"}]},
+    type="bivariate_statistic", family="bivariate_statistics", sig_figs=3, answer=0.42,
+)  # fmt: skip
+
+
+@cache
+def _repo_question(kind: str, answerable: bool) -> Question:
+    """The first ``kind`` question of that answerability over repositories 0, 1, ..."""
+    for seed in range(200):
+        found = generate_questions(_repo(seed), 1, types=[kind],
+                                   unanswerable_ratio=0.0 if answerable else 1.0, max_slots=16)
+        if found:
+            return found[0]
+    raise AssertionError(f"no {kind} question with answerable={answerable}")
+
+
+def test_reported_failure_abstract_question_turned_into_an_abstract() -> None:
+    """A rewrite that writes an abstract into the question (made up, or the repository's own)
+    is rejected, however the original is worded."""
+    for answerable in (True, False):
+        q = _repo_question("abstract", answerable)
+        spec = _repo(q.repository).spec
+        made_up = (
+            "The abstract of this project is: We measured how temperature affects the growth "
+            "rate of twelve bacterial strains across three laboratories and found strong "
+            "effects of incubation time on yield, with replicate plates collected every week."
+        )
+        assert check_paraphrase(q, made_up), q.id
+        first, *rules = [q.text.split("? ")[0] + "?", *instruction_sentences(q)]
+        inline = f"{first} It begins: {made_up} {' '.join(rules)}"
+        assert check_paraphrase(q, inline), q.id
+        real = f"{spec.story.abstract} {' '.join(rules)}"
+        assert check_paraphrase(q, real), q.id
+        short = f"{first} (It reads: This study measures soil moisture.) {' '.join(rules)}"
+        assert check_paraphrase(q, short), q.id
+
+
+def test_reported_failure_bivariate_question_losing_its_row_rule() -> None:
+    rule = next(r for r in instruction_sentences(BIVARIATE_Q) if r.startswith("Use only"))
+    dropped = BIVARIATE_Q.text.replace(rule + " ", "").replace("What is", "Compute", 1)
+    assert rule in check_paraphrase(BIVARIATE_Q, dropped)
+    reworded = BIVARIATE_Q.text.replace(rule, 'Use rows where "flow_rate" and "retention_time" '
+                                              "are present.")  # fmt: skip
+    assert rule in check_paraphrase(BIVARIATE_Q, reworded)
+    faithful = BIVARIATE_Q.text.replace(
+        "What is the Pearson correlation coefficient between", "Compute the Pearson correlation "
+        "coefficient of", 1,
+    ).replace("is 5?", "is 5.", 1)
+    assert check_paraphrase(BIVARIATE_Q, faithful) == []
+
+
+def test_dropping_any_instruction_sentence_of_a_real_question_is_rejected() -> None:
+    checked = 0
+    for questions in questions_by_type().values():
+        for q in questions:
+            for rule in instruction_sentences(q):
+                assert rule in check_paraphrase(q, "Please answer: " + q.text.replace(rule, ""))
+                checked += 1
+    assert checked > 20
+
+
+def test_good_rewrites_are_accepted() -> None:
+    mean = MEAN_Q.text.replace("What is the mean of", "Compute the mean of").replace(
+        "across the data files", "over the data files", 1
+    ).replace("?", ".", 1)
+    assert check_paraphrase(MEAN_Q, mean) == []
+    for questions in questions_by_type().values():
+        for q in questions:
+            assert check_paraphrase(q, "Please answer this: " + q.text) == [], q.id
+
+
+@pytest.mark.parametrize(
+    ("edit", "problem"),
+    [
+        (lambda t: t.replace("is 5?", "is 5 (the files hold 42 rows)?"), "<adds the number 42>"),
+        (lambda t: t.replace("is 5?", "is 5, about a dozen files?"), "number word"),
+        (lambda t: t.replace("is 5?", "is 5, in `spike=5/seq_0001.json`?"), "quoted"),
+        (lambda t: t.replace("is 5?", "is 5, e.g. spike=5/x.json?"), "<adds the name"),
+        (lambda t: t.replace("is 5?", "is 5 (prepared by SPE)?"), "repository's 'SPE'"),
+        (lambda t: t.replace("is 5?", "is not 5?"), "'not' 1 times"),
+        (lambda t: t.replace("Use only", "Use"), "Use only"),
+        (lambda t: t.replace("is 5?", "is 5? " + "Then compute it again carefully. " * 4), "<adds"),
+        (lambda t: t[:60], "<length ratio"),
+        (lambda t: t.replace("is 5?", "is 5, as " + "very carefully " * 30 + "as you can?"),
+         "<length ratio"),
+    ],
+)
+def test_additions_and_losses_are_rejected(edit, problem: str) -> None:
+    """Repository 7 (the hand-written questions' repository) has ``extraction_method`` with
+    the label ``SPE`` and a path variable rendered ``spike=5`` in its own repository."""
+    assert "SPE" in repository_text(7).terms
+    text = edit(BIVARIATE_Q.text.replace("What is", "Compute", 1))
+    problems = check_paraphrase(BIVARIATE_Q, text)
+    assert any(problem in p for p in problems), problems
+
+
+def test_repository_prose_and_the_answer_may_not_be_added() -> None:
+    q = _repo_question("title", True)
+    spec = _repo(q.repository).spec
+    rules = " ".join(instruction_sentences(q))
+    leaked = f"Is the title of the project {spec.story.title}? {rules}".strip()
+    problems = check_paraphrase(q, leaked)
+    assert any("repository's" in p or p == "<adds the answer>" for p in problems), problems
+    words = spec.story.description.split()[:8]
+    prose = f"{q.text.split('?')[0]}, a study that {' '.join(words)}? {rules}".strip()
+    assert any("repository's" in p for p in check_paraphrase(q, prose)), prose
 
 
 def test_extract_paraphrase() -> None:
@@ -272,9 +388,10 @@ def test_backend_accepts_faithful_rejects_lost_number_and_renamed_column(tmp_pat
     cached = load_paraphrases(tmp_path, MODEL)
     assert cached == {good.id: {"text": _faithful(good),
                                 "original_sha256": text_sha256(good.text)}}  # fmt: skip
-    assert (
-        cache_path(tmp_path, MODEL).name == f"{model_slug(MODEL)}.json" == "org_Fake-Model-1B.json"
-    )
+    name = cache_path(tmp_path, MODEL).name
+    assert name.startswith(f"{model_slug(MODEL)}-") and name.startswith("org_Fake-Model-1B-")
+    stored = json.loads(cache_path(tmp_path, MODEL).read_text())
+    assert stored["model"] == MODEL and set(stored["entries"]) == {f"v{QUESTION_VERSION}/{good.id}"}
     assert summarize(results)["accepted"] == 1 and summarize(results)["rejected"] == 2
 
 
@@ -312,6 +429,28 @@ def test_cache_is_reused_and_invalidated(tmp_path) -> None:
     entry = load_paraphrases(tmp_path, MODEL)[good.id]
     assert entry == {"text": _faithful(changed), "original_sha256": text_sha256(changed.text)}
     assert not list(tmp_path.glob(".*.tmp"))  # atomic writes leave no temporary file
+
+
+def test_cache_key_is_the_typed_model_name_and_the_question_version(tmp_path) -> None:
+    good = _three_questions()[0]
+    for model in ("org/M", "org_M", "smollm2"):
+        backend = FakeBackend({good.text: [_faithful(good)]})
+        paraphrase_questions([good], backend, cache_dir=tmp_path, model=model)
+        assert set(load_paraphrases(tmp_path, model)) == {good.id}
+    assert load_paraphrases(tmp_path, MODEL) == {}  # backend.model was not the key
+    assert len({cache_path(tmp_path, m) for m in ("org/M", "org_M", "smollm2")}) == 3
+    path = cache_path(tmp_path, "org/M")
+    data = json.loads(path.read_text())
+    old = entry_key(good.id, QUESTION_VERSION - 1)
+    data["entries"] = {old: data["entries"][entry_key(good.id)]}
+    path.write_text(json.dumps(data))
+    assert load_paraphrases(tmp_path, "org/M") == {}  # an entry of another version is not used
+    assert apply_paraphrases([good], tmp_path, "org/M") == [good]
+    path.write_text(json.dumps({"model": "other", "entries": {}}))
+    with pytest.raises(ValueError, match="belongs to model"):
+        load_paraphrases(tmp_path, "org/M")
+    with pytest.raises(ValueError, match="non-empty"):
+        cache_path(tmp_path, "")
 
 
 def test_apply_paraphrases(tmp_path) -> None:
