@@ -1,4 +1,9 @@
-"""File metadata questions: a file's number of data rows, and a column's missing values."""
+"""File metadata questions: a file's number of data rows, and a column's missing values.
+
+count_missing (v2) keeps the answer 0 near 20% of its answerable questions: in a repository
+with gappy columns it usually asks a (file, column) pair that has gaps; repositories without
+gappy columns always answer 0. Unanswerable questions name a column drawn the same way.
+"""
 
 from __future__ import annotations
 
@@ -62,11 +67,13 @@ class CountMissing(QuestionType):
 
     @dataclass(frozen=True)
     class Config:
-        gappy_column_share: float = 0.75  # how often to pick a column that can have gaps
+        any_pair_share: float = 0.15  # how often to ask any (file, column), gaps or not
+        file_tries: int = 12  # files tried for one with a gap in the chosen column
 
     def generate(self, ctx: Context, answerable: bool) -> Question | None:
         if answerable:
-            path, column, reason = _random_file(ctx), self._column(ctx), None
+            path, column = self._pair(ctx)
+            reason = None
         else:
             made = self._unanswerable(ctx)
             if made is None:
@@ -79,13 +86,30 @@ class CountMissing(QuestionType):
         missing = int(ctx.repo.table(path)[column].isna().sum())
         return ctx.question(text, "integer", missing, params=params, evidence=(path,))
 
-    def _column(self, ctx: Context) -> str:
-        """A recorded column, usually one with a nonzero missing-value rate."""
+    @staticmethod
+    def _columns(ctx: Context) -> tuple[list[str], list[str]]:
         columns = [c for c in ctx.spec.columns if c.role not in ("identifier", "datetime")]
-        gappy = [c for c in columns if c.missing_rate > 0]
-        if gappy and ctx.rng.random() < self.config.gappy_column_share:
-            columns = gappy
-        return ctx.choice(columns).name
+        return [c.name for c in columns], [c.name for c in columns if c.missing_rate > 0]
+
+    def _column(self, ctx: Context) -> str:
+        """A recorded column, drawn as answerable questions draw theirs (usually a gappy one)."""
+        columns, gappy = self._columns(ctx)
+        if gappy and ctx.rng.random() >= self.config.any_pair_share:
+            return ctx.choice(gappy)
+        return ctx.choice(columns)
+
+    def _pair(self, ctx: Context) -> tuple[str, str]:
+        """A file and a column; with gappy columns, usually a pair with at least one gap."""
+        columns, gappy = self._columns(ctx)
+        if not gappy or ctx.rng.random() < self.config.any_pair_share:
+            return _random_file(ctx), ctx.choice(columns)
+        column = ctx.choice(gappy)
+        path = _random_file(ctx)
+        for _ in range(self.config.file_tries):
+            if ctx.repo.table(path)[column].isna().any():
+                break
+            path = _random_file(ctx)
+        return path, column
 
     def _unanswerable(self, ctx: Context) -> tuple[str, str, Reason] | None:
         """A missing file with a real column, or a real file with an unrecorded variable."""
