@@ -172,15 +172,22 @@ def test_limits_defaults() -> None:
         limits.cpu_seconds = 1  # type: ignore[misc]
 
 
-def test_backend_none_runs_with_seccomp(repo: Path) -> None:
-    with get_sandbox("none", LIMITS) as sandbox:
+def test_backend_none_runs_with_seccomp(repo: Path, caplog: pytest.LogCaptureFixture) -> None:
+    with pytest.warns(RuntimeWarning, match="NOT a security boundary"):
+        sandbox = get_sandbox("none", LIMITS)
+    assert any("NOT a security boundary" in r.getMessage() for r in caplog.records)
+    with sandbox:
         here = str(Path(repo).resolve())
         code = (
             f"import os, pandas as pd\n(os.path.samefile('x.csv', {here!r} + '/x.csv'), "
             "pd.read_csv('x.csv')['a'].sum())"
         )
         res = sandbox.run(code, str(repo))
-        assert res.value == "(True, np.int64(9))", res.stderr
+        # the view holds copies: no hard link to the shared (materialisation cache) files
+        assert res.value == "(False, np.int64(9))", res.stderr
+        tamper = "import os\nos.chmod('x.csv', 0o644)\nopen('x.csv', 'a').write('9,9')"
+        sandbox.run(tamper, str(repo))
+        assert (repo / "x.csv").read_text() == "a,b\n1,2\n3,4\n5,6\n"
         assert sandbox.worker_info["seccomp"] is True
         res = sandbox.run("import os\nos.system('true')", str(repo))
         assert res.value not in (None, "0")

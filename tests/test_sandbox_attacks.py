@@ -1,4 +1,11 @@
-"""Attack catalogue: each case must be contained AND leave the worker able to serve a call."""
+"""Attack catalogue, parametrised over the isolating backends available here.
+
+Classes: escapes (host files, writes, network, processes, the answer); state across calls and
+episodes (memory, /dev, IPC, files, modules); resource exhaustion (memory, disk, pipes, wipes);
+host-fact leaks; malformed output. Every attack must be contained AND be followed by a call in
+the same repository and one in the next episode (another repository) that work and see nothing
+of it. To run the catalogue under another backend, add its name to ``ISOLATING_BACKENDS``.
+"""
 
 from __future__ import annotations
 
@@ -11,15 +18,31 @@ from pathlib import Path
 
 import pytest
 
-from isg_gym.tools.sandbox import ExecResult, SandboxLimits, bwrap_available, get_sandbox
+from isg_gym.tools.sandbox import ExecResult, SandboxError, SandboxLimits, get_sandbox
 
 LIMITS = SandboxLimits(cpu_seconds=2, wall_seconds=3, memory_mb=512, output_chars=2000)
 CANARY = "ISG_SANDBOX_CANARY"
 CANARY_VALUE = "canary-7f3a9e-do-not-leak"
-BWRAP_PROBLEM = bwrap_available()
-pytestmark = pytest.mark.skipif(
-    BWRAP_PROBLEM is not None, reason=f"bubblewrap cannot run here: {BWRAP_PROBLEM}"
-)
+# every backend that claims isolation runs the whole catalogue
+ISOLATING_BACKENDS = ["bwrap", "landlock"]
+MARK = "zq" + "SECRET-previous-call-4b1d"  # written by attacks, never in a probe's source
+
+
+def backend_problem(name: str) -> str | None:
+    """None when ``name`` can run here, else why not (the backend's own probe)."""
+    try:
+        get_sandbox(name, LIMITS).close()
+    except (SandboxError, ValueError, OSError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+@pytest.fixture(scope="module", params=ISOLATING_BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    problem = backend_problem(request.param)
+    if problem is not None:
+        pytest.skip(f"backend {request.param!r} cannot run here: {problem}")
+    return request.param
 
 
 @dataclass
@@ -34,7 +57,7 @@ class Env:
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
+def env(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
     base = tmp_path_factory.mktemp("attacks")
     repo = base / "episode-1"
     repo.mkdir()
@@ -63,7 +86,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
 
     thread = threading.Thread(target=accept, daemon=True)
     thread.start()
-    sandbox = get_sandbox("bwrap", LIMITS)
+    sandbox = get_sandbox(backend, LIMITS)
     try:
         yield Env(
             sandbox,
@@ -106,6 +129,11 @@ def stopped_or_killed(res: ExecResult, env: Env) -> None:
 def killed(res: ExecResult, env: Env) -> None:
     assert res.killed, res
     assert res.duration_s < LIMITS.wall_seconds + 2
+
+
+def only_self(res: ExecResult, env: Env) -> None:
+    """Refused, or the child signalled only itself (as pid 1 of its namespace: ignored)."""
+    assert res.killed or res.error is None or "PermissionError" in res.error, res
 
 
 def no_connection(res: ExecResult, env: Env) -> None:
@@ -276,14 +304,16 @@ ATTACKS: dict[str, tuple[str, Callable[[ExecResult, Env], None]]] = {
     ),
     "sleep": ("import time\ntime.sleep(100)", killed),
     "output_flood": ("while True:\n    print('x' * 10000)", killed),
-    "kill_parent": ("import os\nos.kill(os.getppid(), 9)", error_contains("PermissionError")),
+    # with a pid namespace per call the child is pid 1 and its parent is invisible (ppid 0):
+    # signals can only reach the child itself (ignored by a namespace's init, or it dies)
+    "kill_parent": ("import os\nos.kill(os.getppid(), 9)", only_self),
     "kill_all": ("import os\nos.kill(-1, 9)", error_contains("PermissionError")),
-    "kill_pid1": ("import os\nos.kill(1, 9)", error_contains("PermissionError")),
+    "kill_pid1": ("import os\nos.kill(1, 9)", only_self),
     "killpg_parent": (
         "import os\nos.killpg(os.getpgid(os.getppid()), 9)",
         error_contains("PermissionError"),
     ),
-    "killpg_self": ("import os\nos.killpg(0, 9)", killed),
+    "killpg_self": ("import os\nos.killpg(0, 9)", only_self),
     "close_all_fds": ("import os\nos.closerange(0, 1024)\n1", error_contains("without a result")),
     "rlimit_raise": (
         "import resource\nresource.setrlimit(resource.RLIMIT_CPU, (10**6, 10**6))",
@@ -314,7 +344,7 @@ ATTACKS: dict[str, tuple[str, Callable[[ExecResult, Env], None]]] = {
 
 
 def test_catalogue_size() -> None:
-    assert len(ATTACKS) >= 40
+    assert len(ATTACKS) >= 70 and len(STATE) >= 15
 
 
 @pytest.mark.parametrize("name", sorted(ATTACKS))
@@ -335,5 +365,236 @@ def test_attack_contained(env: Env, name: str) -> None:
     assert not env.host_marker.exists()
     assert len(res.stdout) <= LIMITS.output_chars + 200
     assert len(res.stderr) <= LIMITS.output_chars + 200
-    after = env.sb.run("import os\n(1 + 1, os.listdir('/tmp'))", str(env.repo))
-    assert after.value == "(2, [])", after
+    assert_clean_after(env)
+
+
+CLEAN = (
+    "import os, sys\n"
+    "shm = os.listdir('/dev/shm') if os.path.isdir('/dev/shm') else []\n"
+    "(1 + 1, os.listdir('/tmp'), shm, sorted(os.listdir('.')), 'json' in sys.modules)"
+)
+
+
+def assert_clean_after(env: Env) -> None:
+    """The next call in the same repository and the first of the next episode (another
+    repository) both work and see nothing of what came before."""
+    after = env.sb.run(CLEAN, str(env.repo))
+    assert after.value == "(2, [], [], ['x.csv'], True)", after
+    nxt = env.sb.run(CLEAN, str(env.other))
+    assert nxt.value == "(2, [], [], ['answer.txt'], True)", nxt
+    for res in (after, nxt):
+        assert res.stdout == res.stderr == "" and res.error is None, res
+
+
+# --- state across calls and episodes: (attack, probe run in the next call and episode) ------
+
+FIND_MARK = (
+    "import gc, sys\n"
+    "m = 'zq' + 'SECRET-previous-call-4b1d'\n"
+    "hits = []\n"
+    "f = sys._getframe()\n"
+    "while f is not None:\n"
+    "    hits += [k for k, v in f.f_locals.items()\n"
+    "             if isinstance(v, str) and m in v and v is not m]\n"
+    "    f = f.f_back\n"
+    "for o in gc.get_objects():\n"
+    "    for r in gc.get_referents(o):\n"
+    "        if isinstance(r, (str, bytes, bytearray)) and r is not m:\n"
+    "            t = r if isinstance(r, str) else bytes(r).decode('latin-1')\n"
+    "            if m in t:\n"
+    "                hits.append(type(o).__name__)\n"
+    "try:\n"
+    "    mem = open('/proc/self/mem', 'rb')\n"
+    "    hits.append('proc-self-mem-readable')\n"
+    "except OSError:\n"
+    "    pass\n"
+    "sorted(set(hits))"
+)
+SYSV = (
+    "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+    "libc.mq_open.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]\n"
+)
+STATE: dict[str, tuple[str, str, str]] = {
+    "memory_previous_reply": (
+        f"x = {MARK!r} * 3\nprint(x)\nimport os\nos.listdir('.'), x",
+        FIND_MARK,
+        "[]",
+    ),
+    "memory_previous_error": (f"raise ValueError({MARK!r})", FIND_MARK, "[]"),
+    "dev_shm_file": (
+        "open('/dev/shm/left', 'w').write('x')",
+        "import os\nos.listdir('/dev/shm')",
+        "[]",
+    ),
+    "dev_replace_stdout": (
+        "import os\ntry:\n    os.unlink('/dev/stdout')\n    os.symlink('/tmp/x', '/dev/stdout')\n"
+        "except OSError:\n    pass\nprint('x')",
+        "import os\nos.readlink('/dev/stdout'), os.path.exists('/tmp/x')",
+        "('/proc/self/fd/1', False)",
+    ),
+    "dev_write_anywhere": (
+        "import os\nfor d in ('/dev', '/dev/pts', '/dev/mqueue'):\n    try:\n"
+        "        open(d + '/left', 'w').write('x')\n    except OSError:\n        pass",
+        "import os\n[d for d in ('/dev', '/dev/pts', '/dev/mqueue')\n"
+        " if os.path.exists(d + '/left')]",
+        "[]",
+    ),
+    "sysv_shm": (
+        SYSV + "libc.shmget(0x1234, 600 << 20, 0o1666)",
+        SYSV + "libc.shmget(0x1234, 0, 0o666) == -1",
+        "True",
+    ),
+    "sysv_msg": (
+        SYSV + "libc.msgget(0x4321, 0o1666)",
+        SYSV + "libc.msgget(0x4321, 0o666) == -1",
+        "True",
+    ),
+    "sysv_sem": (
+        SYSV + "libc.semget(0x5678, 4, 0o1666)",
+        SYSV + "libc.semget(0x5678, 0, 0o666) == -1",
+        "True",
+    ),
+    "posix_mqueue": (
+        SYSV + "libc.mq_open(b'/isgq', 0o100 | 2, 0o666, None)",
+        SYSV + "libc.mq_open(b'/isgq', 2, 0, None) == -1",
+        "True",
+    ),
+    "tmp_file": ("open('/tmp/left', 'w').write('x')", "import os\nos.listdir('/tmp')", "[]"),
+    "tmp_mode_000_dir": (
+        "import os\nos.makedirs('/tmp/a/b')\nopen('/tmp/a/b/f', 'w').write('x' * 1000)\n"
+        "os.chmod('/tmp/a/b', 0)\nos.chmod('/tmp/a', 0)",
+        "import os\nos.listdir('/tmp'), len(open('/tmp/n', 'w').write('y' * 100000) * 'x')",
+        "([], 100000)",
+    ),
+    "tmp_deep_chain": (
+        "import os\nos.chdir('/tmp')\nfor i in range(1600):\n    os.mkdir('d')\n    os.chdir('d')\n"
+        "open('f', 'w').write('x')",
+        "import os\nos.listdir('/tmp')",
+        "[]",
+    ),
+    "tmp_many_files": (
+        "import os\nn = 0\ntry:\n    while n < 30000:\n"
+        "        open(f'/tmp/f{n}', 'w').close()\n        n += 1\nexcept OSError:\n    pass\nn > 0",
+        "import os\nos.listdir('/tmp')",
+        "[]",
+    ),
+    "tmp_file_held_open": (
+        "import threading, time\nfh = open('/tmp/held', 'w')\nfh.write('x')\n"
+        "threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"
+        "time.sleep(30)",
+        "import os\nos.listdir('/tmp')",
+        "[]",
+    ),
+    "tmp_fill": (
+        "try:\n    fh = open('/tmp/big', 'wb')\n    while True:\n"
+        "        fh.write(b'0' * (1 << 20))\nexcept BaseException:\n    pass",
+        "import os\nos.listdir('/tmp'), open('/tmp/n', 'wb').write(b'y' * (8 << 20))",
+        "([], 8388608)",
+    ),
+    "tmp_fill_many": (
+        "i = 0\ntry:\n    while True:\n        open(f'/tmp/p{i}', 'wb').write(b'0' * (8 << 20))\n"
+        "        i += 1\nexcept BaseException:\n    pass",
+        "import os\nos.listdir('/tmp'), open('/tmp/n', 'wb').write(b'y' * (8 << 20))",
+        "([], 8388608)",
+    ),
+    "modules_patched": (
+        "import json, builtins, sys\njson.dumps = lambda *a, **k: 'pwned'\nbuiltins.len = None\n"
+        "sys.modules['pandas'] = None\nsys.path.insert(0, '/tmp')\n"
+        "open('/tmp/pandas.py', 'w').write('raise SystemExit')",
+        "import json, pandas as pd\n(json.dumps([1]), len('ab'), pd.__name__)",
+        "('[1]', 2, 'pandas')",
+    ),
+    "pid_counter": (
+        "import threading, time\nfor _ in range(300):\n"
+        "    t = threading.Thread(target=time.sleep, args=(0,))\n    t.start()\n    t.join()",
+        "import os\nos.getpid()",
+        "1",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STATE))
+def test_state_does_not_cross_calls_or_episodes(env: Env, name: str) -> None:
+    attack, probe, expected = STATE[name]
+    env.sb.run(attack, str(env.repo))
+    worker = env.sb._proc
+    same = env.sb.run(probe, str(env.repo))
+    assert same.value == expected, same
+    env.sb.run(attack, str(env.repo))
+    nxt = env.sb.run(probe, str(env.other))
+    assert nxt.value == expected, nxt
+    assert env.sb._proc is worker or name in WORKER_MAY_BE_REPLACED
+    assert_clean_after(env)
+
+
+# an attack whose clean-up takes longer than the wipe budget may only cost a worker restart
+WORKER_MAY_BE_REPLACED: set[str] = set()
+
+
+# --- resource exhaustion, host facts, malformed output ---------------------------------------
+
+MORE: dict[str, tuple[str, Callable[[ExecResult, Env], None]]] = {
+    "result_pipe_1gib": (
+        "import os\nchunk = b'x' * (1 << 20)\nfor _ in range(1024):\n    os.write(3, chunk)",
+        error_contains("OutputLimitExceeded"),
+    ),
+    "stdout_pipe_1gib_raw": (
+        "import os\nchunk = b'x' * (1 << 20)\nfor _ in range(1024):\n    os.write(1, chunk)",
+        error_contains("OutputLimitExceeded"),
+    ),
+    "result_pipe_malformed": (
+        "import os\nos.write(3, b'{not json')\nos._exit(0)",
+        error_contains("malformed result"),
+    ),
+    "result_pipe_forged": (
+        "import os, json\nos.write(3, json.dumps({'value': 'forged', 'files_read': "
+        "['../../etc/shadow', '/abs', 7, 'x.csv'] * 2}).encode())\nos._exit(0)",
+        lambda res, env: assert_forged(res),
+    ),
+    "dev_shm_fill": (
+        "try:\n    fh = open('/dev/shm/big', 'wb')\n    while True:\n"
+        "        fh.write(b'0' * (1 << 20))\nexcept BaseException:\n    pass",
+        contained_value(None),
+    ),
+    "sysinfo": (
+        "import ctypes\nbuf = ctypes.create_string_buffer(256)\n"
+        "ctypes.CDLL(None, use_errno=True).sysinfo(buf), ctypes.get_errno()",
+        contained_value("(-1, 1)"),
+    ),
+    "syslog": (
+        "import ctypes\nbuf = ctypes.create_string_buffer(256)\n"
+        "ctypes.CDLL(None, use_errno=True).klogctl(3, buf, 256), ctypes.get_errno()",
+        contained_value("(-1, 1)"),
+    ),
+    "loadavg": (try_("__import__('os').getloadavg()"), contained_value("'blocked'")),
+    "proc_absent": (
+        "import os\nos.path.exists('/proc/self'), os.path.exists('/proc/meminfo')",
+        contained_value("(False, False)"),
+    ),
+    "lone_surrogate_stdout": ("print(chr(0xd800))", lambda res, env: assert_utf8(res)),
+    "lone_surrogate_error": (
+        "raise ValueError(chr(0xd800))",
+        lambda res, env: assert_utf8(res),
+    ),
+    "lone_surrogate_value": ("chr(0xdfff) * 3", lambda res, env: assert_utf8(res)),
+    "invalid_utf8_fd1": (
+        "import os\nos.write(1, b'\\xff\\xfe\\xc3(')\nos.write(2, b'\\xed\\xa0\\x80')",
+        lambda res, env: assert_utf8(res),
+    ),
+    "nul_bytes": ("print('a\\x00b')\n'\\x00'", lambda res, env: assert_utf8(res)),
+}
+
+
+def assert_utf8(res: ExecResult) -> None:
+    for text in (res.stdout, res.stderr, res.value or "", res.error or ""):
+        assert isinstance(text, str)
+        text.encode("utf-8")  # strict: a lone surrogate would raise here
+
+
+def assert_forged(res: ExecResult) -> None:
+    """The child's report is a measurement only: paths outside the repository are dropped."""
+    assert res.value == "forged"
+    assert set(res.files_read) == {"x.csv"}, res.files_read
+
+
+ATTACKS.update(MORE)

@@ -1,20 +1,34 @@
 """Sandbox for model-written Python.
 
-No in-process interpreter is a security boundary, so each call runs in a child forked from a
-separate worker process (``worker.py``, started by exec with a clean environment, never importing
-``isg_gym``). The worker pre-imports numpy, pandas, scipy and openpyxl; each child gets a new
-session, rlimits, no capabilities, ``no_new_privs`` and a seccomp filter (no execve, no fork, no
-sockets, no ptrace, no mount, signals only to itself). Backends decide how the worker is started:
+No in-process interpreter is a security boundary, so each call runs in a child process of a
+separate worker (``worker.py``, started by exec with a clean environment, never importing
+``isg_gym``). The worker's supervisor (which talks to this process) forks, before it reads any
+request, a *zygote* that pre-imports numpy and pandas (scipy and openpyxl load on first use); each
+call's child is forked from the zygote's image, which never held a request or a reply, and reads
+only its own cell from a fresh pipe. Each child gets a new session, rlimits, no capabilities,
+``no_new_privs`` and a seccomp filter (no execve, no fork, no sockets, no ptrace, no mount, no
+SysV/POSIX IPC objects, no ``sysinfo``/``syslog``, signals only to itself). The supervisor caps
+what it reads from each child while reading and has a memory limit of its own. A worker that
+reports an internal fault or a scratch it could not empty is replaced before the next call.
+Backends decide how the worker is started:
 
 - ``"bwrap"``: the worker runs under bubblewrap with a private filesystem view: read-only binds
   of ``/usr`` and the Python installation, the call's repository read-only at ``/data`` (also the
-  working directory), a tmpfs scratch at ``/tmp`` wiped per call, no ``/proc``, ``/home``,
-  ``/root`` (beyond the Python installation, if it lives there) or host ``/tmp``; new network,
-  pid, ipc and uts namespaces, ``--clearenv``, ``--new-session``, ``--die-with-parent``.
-- ``"none"`` (opt-in): the same worker without bubblewrap. Still a separate process with rlimits
-  and seccomp, but **no filesystem isolation**: the child can read whatever the host user can,
-  and the repository (its view, see below) is the working directory rather than ``/data``.
-- ``"auto"``: ``"bwrap"`` when it works here, else ``"none"`` with a loud warning.
+  working directory), a read-only minimal ``/dev``, no ``/proc``, ``/home``, ``/root`` (beyond
+  the Python installation, if it lives there) or host ``/tmp``; new user (uid/gid 65534 inside),
+  network, pid, ipc and uts namespaces, ``--clearenv``, ``--new-session``, ``--die-with-parent``.
+  Each call then runs in namespaces of its own (user, mount, IPC, PID) with a fresh size-capped
+  tmpfs at ``/tmp`` and at ``/dev/shm``: nothing a call writes, no IPC object and no pid count
+  survive it. Where user namespaces are refused, bubblewrap runs without them (the worker is
+  then host root with every capability dropped when the env runs as root) and the supervisor
+  empties the shared ``/tmp`` between calls (``worker_info["call_namespaces"]`` says which).
+- ``"none"`` (opt-in, **not a security boundary**): the same worker without bubblewrap. Still a
+  separate process with rlimits and seccomp, but the child can read (and write) whatever the
+  host user can: the checkout, the generator's source, ``/dev/shm``. Constructing it warns
+  (``RuntimeWarning`` and a log record), and the repository is *copied* into its view, never
+  hard-linked to the shared materialisation cache.
+- ``"landlock"`` (root-free, :mod:`isg_gym.tools.sandbox.landlock`) and ``"auto"`` (bubblewrap,
+  else Landlock, else :class:`SandboxUnavailable`): see :func:`get_sandbox`.
 
 Usage::
 
@@ -24,11 +38,13 @@ Usage::
 
 The worker sees the repository through a private *view* directory of its own (bound at ``/data``
 by bubblewrap, the working directory for ``"none"``): a tree of hard links to the files of the
-call's ``files_dir``. A call with another ``files_dir`` swaps the view's links (milliseconds)
-instead of restarting the worker (about a second); the view only ever holds one repository.
-Where hard links are impossible (another filesystem), the worker binds ``files_dir`` itself and
-restarts when it changes. State never persists between calls. ``memory_mb`` is the address
-space a call may add on top of the worker's pre-imported libraries.
+call's ``files_dir`` (copies for ``"none"``). A call with another ``files_dir`` swaps the view
+(milliseconds) instead of restarting the worker (about a second); the view only ever holds one
+repository. Where hard links are impossible (another filesystem), the worker binds ``files_dir``
+itself and restarts when it changes. The view and the worker are removed by ``close``, or when
+the sandbox is garbage-collected or the interpreter exits. ``memory_mb`` is the address space a
+call may add on top of the zygote's pre-imported libraries. ``ExecResult.files_read`` is the
+child's own report: a measurement for evaluation, never trusted for anything else.
 """
 
 from __future__ import annotations
@@ -41,6 +57,7 @@ import os
 import selectors
 import shutil
 import signal
+import stat
 import struct
 import subprocess
 import sys
@@ -69,6 +86,7 @@ __all__ = [
     "bwrap_available",
     "get_sandbox",
     "register_backend",
+    "remove_tree",
 ]
 
 log = logging.getLogger(__name__)
@@ -78,6 +96,8 @@ DATA_DIR = "/data"
 SCRATCH_DIR = "/tmp"
 _WORKER_IN_SANDBOX = "/sandbox/worker.py"
 _STARTUP_TIMEOUT = 60.0
+_MAX_REPLY = 16 * 1024 * 1024  # the worker caps each stream; a longer reply is a fault
+_PROC_IN_SANDBOX = "/sandbox/proc"  # only the call leaders use it, and hide it from the child
 _CHILD_ENV = {
     "LANG": "C.UTF-8",
     "LC_ALL": "C.UTF-8",
@@ -142,6 +162,7 @@ class Sandbox:
     """
 
     backend = "abstract"
+    copy_view = False  # True: the view holds copies instead of hard links to the shared cache
 
     def __init__(self, limits: SandboxLimits | None = None, *, seccomp: bool = True) -> None:
         self.limits = limits or SandboxLimits()
@@ -153,6 +174,7 @@ class Sandbox:
         self._log: Any = None
         self._lock = threading.RLock()
         self._finalizer: weakref.finalize | None = None
+        self._owned: list[str] = []  # directories removed with the worker (view, scratch)
         self._closed = False
 
     # -- subclass hooks --------------------------------------------------------------------
@@ -201,16 +223,13 @@ class Sandbox:
                 return ExecResult(
                     "", "", None, f"SandboxError: worker died ({exc!r})", False, True, 0.0
                 )
-            return ExecResult(
-                stdout=str(reply["stdout"]),
-                stderr=str(reply["stderr"]),
-                value=reply["value"],
-                error=reply["error"],
-                timed_out=bool(reply["timed_out"]),
-                killed=bool(reply["killed"]),
-                duration_s=float(reply["duration_s"]),
-                files_read=tuple(reply.get("files_read") or ()),
-            )
+            if reply.get("worker_fault") or reply.get("clean") is False:
+                log.warning(
+                    "sandbox worker is not clean (%s); replacing it before the next call",
+                    _clean_text(reply.get("error")) or "scratch not emptied",
+                )
+                self._stop()
+            return _result(reply)
 
     @property
     def alive(self) -> bool:
@@ -247,15 +266,17 @@ class Sandbox:
         links cannot be made (the caller then restarts the worker)."""
         if self._view is None:
             return False
-        if fill_view(self._view, files_dir):
+        if fill_view(self._view, files_dir, copy=self.copy_view):
             self._files_dir = files_dir
             return True
         return False
 
     def _start(self, files_dir: str) -> None:
+        self._owned = []
         view = tempfile.mkdtemp(prefix="isg-sandbox-view-")
-        if fill_view(view, files_dir):
+        if fill_view(view, files_dir, copy=self.copy_view):
             self._view = view
+            self._owned.append(view)
         else:
             os.rmdir(view)
         config = self._config(self._view or files_dir)
@@ -271,7 +292,7 @@ class Sandbox:
             close_fds=True,
             start_new_session=True,
         )
-        self._finalizer = weakref.finalize(self, _kill, self._proc)
+        self._finalizer = weakref.finalize(self, _teardown, self._proc, self._owned)
         self._files_dir = files_dir
         try:
             info = self._recv(_STARTUP_TIMEOUT)
@@ -300,7 +321,7 @@ class Sandbox:
         deadline = time.monotonic() + timeout
         header = _read_exact(fd, 4, deadline)
         (n,) = struct.unpack(">I", header)
-        if n > 64 * 1024 * 1024:
+        if n > _MAX_REPLY:
             raise ValueError(f"oversized reply ({n} bytes)")
         reply = json.loads(_read_exact(fd, n, deadline))
         if not isinstance(reply, dict):
@@ -309,18 +330,18 @@ class Sandbox:
 
     def _stop(self) -> None:
         proc, self._proc = self._proc, None
-        if proc is not None:
+        finalizer, self._finalizer = self._finalizer, None
+        if finalizer is not None:
+            finalizer()  # kills the worker, removes the view (once)
+        elif proc is not None:
             _kill(proc)
-        if self._finalizer is not None:
-            self._finalizer.detach()
-            self._finalizer = None
         if self._log is not None:
             self._log.close()
             self._log = None
         self._files_dir = None
         view, self._view = self._view, None
         if view is not None:
-            shutil.rmtree(view, ignore_errors=True)
+            remove_tree(view)
         self._cleanup()
 
     def _log_tail(self) -> str:
@@ -360,6 +381,75 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=5)
 
 
+def _teardown(proc: subprocess.Popen[bytes], paths: list[str]) -> None:
+    """Kill the worker and remove its directories (also run by ``weakref.finalize`` when a
+    sandbox is garbage-collected or at interpreter exit)."""
+    _kill(proc)
+    for path in paths:
+        remove_tree(path)
+
+
+def remove_tree(path: str) -> None:
+    """Remove ``path`` whatever is inside (mode-000 directories, deep chains, read-only files):
+    the worker's iterative, permission-fixing wipe, then the directory itself."""
+    if not os.path.lexists(path):
+        return
+    if os.path.isdir(path) and not os.path.islink(path):
+        with contextlib.suppress(OSError):
+            os.chmod(path, stat.S_IRWXU)
+        _worker_module().wipe(path, budget_s=60.0)
+        with contextlib.suppress(OSError):
+            os.rmdir(path)
+    else:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
+def _worker_module() -> Any:
+    from isg_gym.tools.sandbox import worker
+
+    return worker
+
+
+def _clean_text(value: Any) -> str | None:
+    """A str that encodes to UTF-8 (lone surrogates escaped), or None."""
+    if value is None:
+        return None
+    return str(value).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _files_read(value: Any) -> tuple[str, ...]:
+    """The child's report of repository files it opened, as a measurement only: relative,
+    normalised paths inside the repository, at most 1,000."""
+    if not isinstance(value, list):
+        return ()
+    out = []
+    for item in value[:1000]:
+        if not isinstance(item, str):
+            continue
+        path = os.path.normpath(_clean_text(item) or "")
+        if path and not path.startswith(("/", "..")) and path != ".":
+            out.append(path)
+    return tuple(out)
+
+
+def _result(reply: dict[str, Any]) -> ExecResult:
+    try:
+        duration = float(reply.get("duration_s") or 0.0)
+    except (TypeError, ValueError):
+        duration = 0.0
+    return ExecResult(
+        stdout=_clean_text(reply.get("stdout")) or "",
+        stderr=_clean_text(reply.get("stderr")) or "",
+        value=_clean_text(reply.get("value")),
+        error=_clean_text(reply.get("error")),
+        timed_out=bool(reply.get("timed_out")),
+        killed=bool(reply.get("killed")),
+        duration_s=duration,
+        files_read=_files_read(reply.get("files_read")),
+    )
+
+
 def _python() -> str:
     return os.path.realpath(sys.executable)
 
@@ -375,20 +465,37 @@ def _site_paths() -> list[str]:
     return sorted(p for p in paths if os.path.isdir(p) and Path(p).resolve() != here)
 
 
+NONE_WARNING = (
+    "SANDBOX WARNING: backend 'none' is NOT a security boundary: model code can read and write "
+    "whatever this user can (the checkout, the generator's source, /dev/shm); use it only for "
+    "trusted code"
+)
+
+
 class LocalSandbox(Sandbox):
-    """Backend ``"none"``: the worker runs without bubblewrap (opt-in; see module docs)."""
+    """Backend ``"none"``: the worker runs without bubblewrap (opt-in, not a security boundary;
+    see module docs). Subclasses that do isolate (e.g. Landlock) set ``warn_unisolated`` False."""
 
     backend = "none"
+    copy_view = True
+    warn_unisolated = True
 
     def __init__(self, limits: SandboxLimits | None = None, *, seccomp: bool = True) -> None:
         super().__init__(limits, seccomp=seccomp)
         self._scratch_root: str | None = None
+        if self.warn_unisolated:
+            warnings.warn(NONE_WARNING, RuntimeWarning, stacklevel=2)
+            log.warning(NONE_WARNING)
 
     def _config(self, files_dir: str) -> dict[str, Any]:
         config = super()._config(files_dir)
         self._scratch_root = tempfile.mkdtemp(prefix="isg-sandbox-scratch-")
+        self._owned.append(self._scratch_root)
         config["data_dir"] = files_dir
         config["scratch"] = self._scratch_root
+        # per-call user/mount/IPC/PID namespaces when this kernel lets us (else per-call wipe)
+        config["call_namespaces"] = True
+        config["proc_dir"] = "/proc"
         return config
 
     def _command(self, files_dir: str, config: dict[str, Any]) -> list[str]:
@@ -399,7 +506,7 @@ class LocalSandbox(Sandbox):
 
     def _cleanup(self) -> None:
         if self._scratch_root is not None:
-            shutil.rmtree(self._scratch_root, ignore_errors=True)
+            remove_tree(self._scratch_root)
             self._scratch_root = None
 
 
@@ -416,15 +523,18 @@ class BubblewrapSandbox(Sandbox):
         if found is None:
             raise SandboxUnavailable("bubblewrap (bwrap) is not installed")
         self.bwrap = found
+        self.userns = bwrap_userns_problem(found) is None
 
     def _config(self, files_dir: str) -> dict[str, Any]:
         config = super()._config(files_dir)
         config["sys_path"] = [inside for _, inside in site_mounts()]
+        config["call_namespaces"] = self.userns
+        config["proc_dir"] = _PROC_IN_SANDBOX
         return config
 
     def _command(self, files_dir: str, config: dict[str, Any]) -> list[str]:
         return [
-            *bwrap_args(self.bwrap, files_dir, self.limits),
+            *bwrap_args(self.bwrap, files_dir, self.limits, userns=self.userns),
             _python(),
             "-I",
             "-S",
@@ -433,9 +543,10 @@ class BubblewrapSandbox(Sandbox):
         ]
 
 
-def fill_view(view: str, source: str) -> bool:
-    """Replace the content of ``view`` with hard links to the files of ``source`` (directories
-    recreated); False, with ``view`` left empty, when a link cannot be made."""
+def fill_view(view: str, source: str, *, copy: bool = False) -> bool:
+    """Replace the content of ``view`` with hard links to (``copy``: read-only copies of) the
+    files of ``source`` (directories recreated); False, with ``view`` left empty, when a link
+    or copy cannot be made."""
     _empty(view)
     try:
         for root, dirs, files in os.walk(source):
@@ -443,7 +554,12 @@ def fill_view(view: str, source: str) -> bool:
             for name in dirs:
                 os.mkdir(os.path.join(target, name))
             for name in files:
-                os.link(os.path.join(root, name), os.path.join(target, name))
+                src, dst = os.path.join(root, name), os.path.join(target, name)
+                if copy:
+                    shutil.copyfile(src, dst)
+                    os.chmod(dst, 0o444)
+                else:
+                    os.link(src, dst)
     except OSError:
         _empty(view)
         return False
@@ -451,11 +567,8 @@ def fill_view(view: str, source: str) -> bool:
 
 
 def _empty(directory: str) -> None:
-    for entry in os.scandir(directory):
-        if entry.is_dir(follow_symlinks=False):
-            shutil.rmtree(entry.path)
-        else:
-            os.unlink(entry.path)
+    if not _worker_module().wipe(directory, budget_s=60.0):
+        raise SandboxError(f"could not empty the sandbox view {directory}")
 
 
 def site_mounts() -> list[tuple[str, str]]:
@@ -470,10 +583,15 @@ def site_mounts() -> list[tuple[str, str]]:
     ]
 
 
-def bwrap_args(bwrap: str, files_dir: str, limits: SandboxLimits) -> list[str]:
-    """The bubblewrap command line (up to and including ``--``) for one repository."""
-    args = [
-        bwrap,
+def bwrap_args(
+    bwrap: str, files_dir: str, limits: SandboxLimits, *, userns: bool = False
+) -> list[str]:
+    """The bubblewrap command line (up to and including ``--``) for one repository; ``userns``:
+    in a new user namespace as uid/gid 65534, with a proc mount for the per-call namespaces."""
+    args = [bwrap]
+    if userns:
+        args += ["--unshare-user", "--uid", "65534", "--gid", "65534"]
+    args += [
         "--unshare-net",
         "--unshare-pid",
         "--unshare-ipc",
@@ -520,7 +638,10 @@ def bwrap_args(bwrap: str, files_dir: str, limits: SandboxLimits) -> list[str]:
             masked[f"{inside}/{entry.name}"] = None
     for hook in masked:
         args += ["--ro-bind", "/dev/null", hook]
-    args += ["--dev", "/dev", "--dir", "/sandbox", "--ro-bind", str(WORKER), _WORKER_IN_SANDBOX]
+    args += ["--dev", "/dev", "--remount-ro", "/dev", "--dir", "/sandbox"]
+    if userns:
+        args += ["--proc", _PROC_IN_SANDBOX]
+    args += ["--ro-bind", str(WORKER), _WORKER_IN_SANDBOX]
     args += ["--ro-bind", files_dir, DATA_DIR, "--remount-ro", "/", "--chdir", DATA_DIR]
     for key, value in _CHILD_ENV.items():
         args += ["--setenv", key, value]
@@ -560,6 +681,35 @@ def bwrap_available() -> str | None:
             except (OSError, subprocess.TimeoutExpired) as exc:
                 reason = f"bwrap failed: {exc!r}"
     _BWRAP_OK["result"] = reason
+    return reason
+
+
+_USERNS_OK: dict[str, str | None] = {}
+
+
+def bwrap_userns_problem(exe: str) -> str | None:
+    """None when bubblewrap can run our worker in a user namespace here, else why not
+    (cached per executable)."""
+    if exe in _USERNS_OK:
+        return _USERNS_OK[exe]
+    with tempfile.TemporaryDirectory() as tmp:
+        args = bwrap_args(exe, tmp, SandboxLimits(), userns=True)
+        cmd = [*args, _python(), "-I", "-S", "-c", "0"]
+        try:
+            proc = subprocess.run(
+                cmd, capture_output=True, timeout=30, check=False, env={"PATH": "/usr/bin:/bin"}
+            )
+            reason = (
+                None
+                if proc.returncode == 0
+                else f"bwrap --unshare-user failed ({proc.returncode}): "
+                f"{proc.stderr.decode(errors='replace').strip()}"
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            reason = f"bwrap --unshare-user failed: {exc!r}"
+    if reason is not None:
+        log.warning("sandbox: %s; bubblewrap runs without a user namespace", reason)
+    _USERNS_OK[exe] = reason
     return reason
 
 

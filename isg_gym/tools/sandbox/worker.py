@@ -1,16 +1,33 @@
 """Sandbox worker: a standalone script that runs untrusted Python cells in forked children.
 
 Started by exec (``python -I -S worker.py CONFIG_JSON``), normally inside bubblewrap. It never
-imports ``isg_gym``: its memory holds no generator, seed or answer. It pre-imports numpy, pandas,
-scipy and openpyxl once, then forks one child per request. Each child starts a new session,
-applies rlimits, drops capabilities, sets ``PR_SET_NO_NEW_PRIVS`` and installs a seccomp filter
-before it runs the cell. The worker enforces the wall-clock limit (it kills the child's process
-group) and caps the output.
+imports ``isg_gym``: its memory holds no generator, seed or answer. Four kinds of process:
+
+- the *supervisor* (this script's first process) talks to the parent over stdin/stdout. It holds
+  every request and reply, so it is never the ancestor of a call's child: right at start-up,
+  before it reads anything, it forks
+- the *zygote*, which pre-imports the libraries (``preload`` in the config; numpy and pandas by
+  default) and then only ever receives four pipe descriptors per call over a socket (never code,
+  never output). For each call it forks
+- a *call leader*, which, when the config asks for ``call_namespaces``, enters a new user, mount,
+  IPC and PID namespace (a fresh size-capped tmpfs at the scratch path and at ``/dev/shm``, no
+  SysV/POSIX IPC objects of earlier calls, pid 1 of its own pid namespace) and forks
+- the *child*: a new session, rlimits, no capabilities, ``PR_SET_NO_NEW_PRIVS`` and a seccomp
+  filter, then it reads its own cell from a fresh pipe and runs it.
+
+Every child is thus a copy of the zygote's image, which never held a request or a reply. The
+leader reports the child's pid and exit status to the supervisor, which enforces the wall-clock
+limit (SIGKILL), caps what it reads from each pipe while reading (never buffering beyond the cap)
+and has an address-space limit of its own. Without call namespaces (no user namespaces; backends
+other than bubblewrap) the supervisor empties the scratch directory before and after each call
+with an iterative, permission-fixing removal bounded in time; a wipe that does not finish marks
+the worker unclean (``"clean": false`` in the reply) and the parent replaces it.
 
 Protocol on the inherited stdin/stdout pipes: each message is a 4-byte big-endian length followed
 by that many bytes of UTF-8 JSON. Requests are ``{"code": str}`` (or ``{"op": "ping"}``); the
-worker answers ``{"stdout", "stderr", "value", "error", "timed_out", "killed", "duration_s"}``.
-The first message the worker sends is ``{"ready": true, ...}``.
+worker answers ``{"stdout", "stderr", "value", "error", "timed_out", "killed", "duration_s",
+"files_read", "clean", "worker_fault"}``. The first message the worker sends is
+``{"ready": true, ...}``.
 """
 
 from __future__ import annotations
@@ -20,13 +37,16 @@ import builtins
 import contextlib
 import ctypes
 import errno
+import fcntl
+import itertools
 import json
 import linecache
 import os
 import resource
+import select
 import selectors
-import shutil
 import signal
+import socket
 import struct
 import sys
 import time
@@ -37,6 +57,12 @@ CELL = "<cell>"
 FLOOD_FACTOR = 50  # kill the child once a stream exceeds this many times the output cap
 RESULT_FD = 3
 MAX_TRACKED_FILES = 1000  # repository files a cell opened, reported back (for evaluation)
+MAX_CODE_BYTES = 16 << 20  # a cell's source, read by the child from its own pipe
+RESULT_EXTRA = 8 << 20  # result bytes allowed beyond 4 x output_chars (the files_read list)
+SUPERVISOR_HEADROOM = 512 << 20  # address space the supervisor may add to its start-up size
+SCRATCH_INODES = 20000  # files and directories a call's scratch tmpfs may hold
+SHM_BYTES = 64 << 20  # size of a call's /dev/shm tmpfs
+DEFAULT_PRELOAD = ("numpy", "pandas", "openpyxl", "scipy.stats")
 
 # --- seccomp -------------------------------------------------------------------------------
 
@@ -133,6 +159,18 @@ X86_64_DENY = {
     "fspick": 433,
     "mount_setattr": 442,
     "landlock_create_ruleset": 444,
+    # host facts: uptime, load, the count of all host tasks, the kernel log, filesystem types
+    "sysinfo": 99,
+    "syslog": 103,
+    "ustat": 136,
+    "sysfs": 139,
+    "_sysctl": 156,
+    # SysV IPC and POSIX message queues: objects that would outlive the call and pin memory
+    # no rlimit covers (also confined to a per-call IPC namespace where namespaces are available)
+    "shmget": 29,
+    "semget": 64,
+    "msgget": 68,
+    "mq_open": 240,
 }
 X86_64_CLONE = 56
 X86_64_CLONE3 = 435  # answered with ENOSYS so glibc falls back to clone(2), which we can inspect
@@ -174,7 +212,9 @@ def build_filter(own_pid: int) -> bytes:
         _insn(BPF_RET_K, 0, 0, eperm),
         _insn(BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW),
     ]
-    allowed = [0, own_pid, -own_pid]  # 0 / -pid: own process group (the child is a leader)
+    # 0 / -pid: own process group (the child is a session leader); as pid 1 of its own pid
+    # namespace, -1 would mean "every process": never allowed
+    allowed = [0, own_pid] if own_pid == 1 else [0, own_pid, -own_pid]
     n = len(allowed)
     for nr in X86_64_SELF_PID.values():
         prog += [_insn(BPF_JEQ_K, 0, n + 3, nr), _insn(BPF_LD_W_ABS, 0, 0, 16)]
@@ -338,20 +378,29 @@ def track_opened_files(root: str) -> set[str]:
     return opened
 
 
-def child_main(
-    code: str, cfg: dict[str, Any], fds: tuple[int, int, int], scratch: str, baseline_as: int
-) -> None:
-    """Runs in the forked child; never returns."""
-    out_w, err_w, res_w = fds
+def child_main(cfg: dict[str, Any], fds: list[int], baseline_as: int) -> None:
+    """Runs in the call's child (forked by the call leader from the zygote's image); reads its
+    own cell from ``fds[0]`` and never returns."""
     try:
         os.setsid()
         _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        # move the pipes out of the way first: any of them may sit on 0-4
+        code_r, out_w, err_w, res_w = (fcntl.fcntl(fd, fcntl.F_DUPFD, 16) for fd in fds)
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
         os.dup2(out_w, 1)
         os.dup2(err_w, 2)
         os.dup2(res_w, RESULT_FD)
-        os.closerange(RESULT_FD + 1, 65536)  # protocol pipes, log files, everything else
+        os.dup2(code_r, RESULT_FD + 1)
+        os.closerange(RESULT_FD + 2, 65536)  # the zygote socket, log files, everything else
+        raw = bytearray()
+        while chunk := os.read(RESULT_FD + 1, 1 << 16):
+            raw += chunk
+            if len(raw) > MAX_CODE_BYTES:
+                raise ValueError(f"cell longer than {MAX_CODE_BYTES} bytes")
+        os.close(RESULT_FD + 1)
+        code = raw.decode("utf-8", "surrogatepass")
+        del raw
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
             signal.signal(sig, signal.SIG_DFL)
         limits = cfg["limits"]
@@ -366,6 +415,7 @@ def child_main(
         resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
         resource.setrlimit(resource.RLIMIT_NPROC, (1, 1))  # not enforced for real uid 0
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        scratch = cfg["scratch"]
         os.chdir(cfg["data_dir"])
         os.environ.clear()
         os.environ.update(cfg["env"])
@@ -374,8 +424,7 @@ def child_main(
         import tempfile
 
         tempfile.tempdir = scratch
-        if os.getuid() == 0 or os.geteuid() == 0:
-            drop_capabilities()
+        drop_capabilities()  # also those of the call's own user namespace
         if cfg["seccomp"]:
             install_seccomp()
         text = {"buffering": 1, "encoding": "utf-8", "errors": "backslashreplace"}
@@ -398,7 +447,82 @@ def child_main(
             os._exit(70)
 
 
-# --- the worker ----------------------------------------------------------------------------
+# --- per-call namespaces (the call leader) -------------------------------------------------
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+MS_RDONLY = 1
+MS_NOSUID = 2
+MS_NODEV = 4
+MS_NOEXEC = 8
+MS_REC = 0x4000
+MS_PRIVATE = 0x40000
+_LIBC.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong,
+                        ctypes.c_char_p]  # fmt: skip
+
+
+def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str) -> None:
+    enc = [None if s is None else s.encode() for s in (source, target, fstype, data)]
+    if _LIBC.mount(enc[0], enc[1], enc[2], flags, enc[3]) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"mount {target}: {os.strerror(err)}")
+
+
+def scratch_bytes(limits: dict[str, Any]) -> int:
+    """Size cap of a call's scratch tmpfs."""
+    return max(4 * int(limits["file_size_mb"]), 64) * 1024 * 1024
+
+
+def enter_call_namespaces(cfg: dict[str, Any]) -> None:
+    """New user, mount, IPC and PID namespaces for one call (children of the caller start in the
+    PID namespace), with a fresh tmpfs at the scratch path and at ``/dev/shm`` and the proc
+    mount (needed only to write the user namespace's maps) hidden. The mounts copied into the
+    new, less privileged mount namespace are locked: read-only stays read-only."""
+    uid, gid = os.getuid(), os.getgid()
+    if _LIBC.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWPID) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"unshare: {os.strerror(err)}")
+    proc = cfg["proc_dir"]
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"),
+                       ("gid_map", f"{gid} {gid} 1")):  # fmt: skip
+        with open(f"{proc}/self/{name}", "w") as fh:
+            fh.write(text)
+    _mount(None, "/", None, MS_REC | MS_PRIVATE, "")
+    flags = MS_NOSUID | MS_NODEV
+    size = scratch_bytes(cfg["limits"])
+    tmp = f"size={size},nr_inodes={SCRATCH_INODES},mode=1777"
+    _mount("tmpfs", cfg["scratch"], "tmpfs", flags, tmp)
+    if os.path.isdir("/dev/shm"):
+        shm = f"size={SHM_BYTES},nr_inodes=256,mode=1777"
+        _mount("tmpfs", "/dev/shm", "tmpfs", flags | MS_NOEXEC, shm)
+    _mount("tmpfs", proc, "tmpfs", MS_RDONLY | flags | MS_NOEXEC, "size=4k,mode=0555")
+
+
+def call_leader(cfg: dict[str, Any], sock: socket.socket, fds: list[int], baseline_as: int) -> None:
+    """Forked by the zygote for one call: enter the call's namespaces, fork the child, report
+    its pid and exit status to the supervisor over ``sock``; never returns."""
+    try:
+        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if cfg.get("call_namespaces"):
+            enter_call_namespaces(cfg)
+        pid = os.fork()
+        if pid == 0:
+            child_main(cfg, fds, baseline_as)
+        for fd in fds:
+            os.close(fd)
+        sock.send(json.dumps({"pid": pid}).encode())
+        _, status = os.waitpid(pid, 0)
+        sock.send(json.dumps({"status": status}).encode())
+        os._exit(0)
+    except BaseException:
+        with contextlib.suppress(BaseException):
+            sock.send(json.dumps({"leader_error": traceback.format_exc()[-1500:]}).encode())
+        os._exit(71)
+
+
+# --- the zygote ----------------------------------------------------------------------------
 
 
 class _Blocker:
@@ -431,123 +555,6 @@ def _vm_size() -> int:
     return hi
 
 
-def wipe(directory: str) -> None:
-    for name in os.listdir(directory):
-        path = os.path.join(directory, name)
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            with contextlib.suppress(OSError):
-                os.unlink(path)
-
-
-def _capped(data: bytearray, total: int, cap_chars: int) -> str:
-    text = data.decode("utf-8", errors="replace")
-    if len(text) > cap_chars or total > len(data):
-        return text[:cap_chars] + f"\n[output truncated: {total} bytes in all]\n"
-    return text
-
-
-def run_call(code: str, cfg: dict[str, Any], scratch: str, baseline_as: int) -> dict[str, Any]:
-    """Fork one child for ``code``, supervise it, and return the response message."""
-    limits = cfg["limits"]
-    cap = int(limits["output_chars"])
-    keep = cap * 4 + 16
-    flood = max(cap * FLOOD_FACTOR, 1 << 20)
-    wipe(scratch)
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
-    res_r, res_w = os.pipe()
-    start = time.monotonic()
-    pid = os.fork()
-    if pid == 0:
-        child_main(code, cfg, (out_w, err_w, res_w), scratch, baseline_as)
-    for fd in (out_w, err_w, res_w):
-        os.close(fd)
-    deadline = start + float(limits["wall_seconds"])
-    bufs = {out_r: bytearray(), err_r: bytearray(), res_r: bytearray()}
-    totals = dict.fromkeys(bufs, 0)
-    sel = selectors.DefaultSelector()
-    for fd in bufs:
-        sel.register(fd, selectors.EVENT_READ)
-    timed_out = flooded = False
-    status = None
-    while sel.get_map():
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            timed_out = True
-            break
-        for key, _ in sel.select(remaining):
-            chunk = os.read(key.fd, 65536)
-            if not chunk:
-                sel.unregister(key.fd)
-                continue
-            totals[key.fd] += len(chunk)
-            buf = bufs[key.fd]
-            if key.fd == res_r or len(buf) < keep:
-                buf += chunk if key.fd == res_r else chunk[: keep - len(buf)]
-            if key.fd != res_r and totals[key.fd] > flood:
-                flooded = True
-        if flooded:
-            break
-    while status is None and not (timed_out or flooded):
-        done, st = os.waitpid(pid, os.WNOHANG)
-        if done:
-            status = st
-        elif time.monotonic() >= deadline:
-            timed_out = True
-        else:
-            time.sleep(0.002)
-    if status is None:
-        for kill in (os.killpg, os.kill):
-            with contextlib.suppress(OSError):
-                kill(pid, signal.SIGKILL)
-        _, status = os.waitpid(pid, 0)
-    duration = time.monotonic() - start
-    sel.close()
-    for fd in bufs:
-        os.close(fd)
-    wipe(scratch)
-    result: dict[str, Any] = {"value": None, "error": None}
-    if bufs[res_r]:
-        try:
-            result = json.loads(bytes(bufs[res_r]))
-        except ValueError:
-            result = {"value": None, "error": "sandbox: malformed result"}
-    killed = os.WIFSIGNALED(status)
-    if timed_out:
-        result["error"] = f"TimeoutError: wall-clock limit of {limits['wall_seconds']} s exceeded"
-    elif flooded:
-        result["error"] = f"OutputLimitExceeded: more than {flood} bytes of output"
-    elif killed:
-        sig = os.WTERMSIG(status)
-        reason = {
-            signal.SIGXCPU: "CPU time limit exceeded",
-            signal.SIGXFSZ: "file size limit exceeded",
-            signal.SIGSYS: "forbidden system call",
-        }.get(sig, "")
-        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else sig
-        result["error"] = f"Killed: {name}" + (f" ({reason})" if reason else "")
-    elif not bufs[res_r]:
-        result["error"] = f"sandbox: cell exited without a result (status {status})"
-    return {
-        "stdout": _capped(bufs[out_r], totals[out_r], cap),
-        "stderr": _capped(bufs[err_r], totals[err_r], cap),
-        "value": result.get("value"),
-        "error": result.get("error"),
-        "files_read": _str_list(result.get("files_read")),
-        "timed_out": timed_out,
-        "killed": killed or timed_out or flooded,
-        "duration_s": duration,
-    }
-
-
-def _str_list(value: Any) -> list[str]:
-    if not isinstance(value, list):
-        return []
-    return [v for v in value[:MAX_TRACKED_FILES] if isinstance(v, str)]
-
-
 def _probe_seccomp() -> str | None:
     """Fork a throwaway child that installs the filter and tries execve; None if it works."""
     r, w = os.pipe()
@@ -577,19 +584,368 @@ def _probe_seccomp() -> str | None:
     return None if out == b"ok" else out.decode(errors="replace") or "probe died"
 
 
+def _probe_call_namespaces(cfg: dict[str, Any]) -> str | None:
+    """Fork a throwaway leader that enters the call namespaces; None if that works."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            enter_call_namespaces(cfg)
+            msg = b"ok"
+        except BaseException as exc:
+            msg = repr(exc).encode()
+        os.write(w, msg)
+        os._exit(0)
+    os.close(w)
+    out = b""
+    while chunk := os.read(r, 4096):
+        out += chunk
+    os.close(r)
+    os.waitpid(pid, 0)
+    return None if out == b"ok" else out.decode(errors="replace") or "probe died"
+
+
+def preload(names: list[str]) -> None:
+    """Import the configured libraries and warm their lazy imports."""
+    import io
+
+    for name in names:
+        __import__(name)
+    if "pandas" in sys.modules:
+        pd = sys.modules["pandas"]
+        pd.read_csv(io.StringIO("a,b\n1,2\n"))["a"].mean()
+    if "numpy" in sys.modules:
+        np = sys.modules["numpy"]
+        np.linalg.norm(np.ones(3))
+
+
+def zygote_main(cfg: dict[str, Any], sock: socket.socket) -> None:
+    """The clean image every call's child is forked from; never returns."""
+    try:
+        preload(list(cfg.get("preload", DEFAULT_PRELOAD)))
+        _prctl(PR_SET_DUMPABLE, 0)  # siblings cannot open our /proc/<pid>/mem or ptrace us
+        seccomp_problem = _probe_seccomp() if cfg["seccomp"] else "disabled by configuration"
+        if seccomp_problem and cfg["seccomp"]:
+            cfg["seccomp"] = False
+        ns_problem = None
+        if cfg.get("call_namespaces"):
+            ns_problem = _probe_call_namespaces(cfg)
+            if ns_problem:
+                cfg["call_namespaces"] = False
+        if not cfg.get("call_namespaces"):
+            os.makedirs(cfg["scratch"], exist_ok=True)
+        baseline_as = _vm_size()
+        ready = {
+            "ready": True,
+            "seccomp": seccomp_problem is None,
+            "seccomp_problem": seccomp_problem,
+            "call_namespaces": bool(cfg.get("call_namespaces")),
+            "call_namespaces_problem": ns_problem,
+            "baseline_mb": baseline_as >> 20,
+            "preload": sorted(cfg.get("preload", DEFAULT_PRELOAD)),
+            "uid": os.getuid(),
+        }
+        sock.send(json.dumps(ready).encode())
+    except BaseException:
+        with contextlib.suppress(BaseException):
+            sock.send(json.dumps({"ready": False, "error": traceback.format_exc()}).encode())
+        os._exit(72)
+    while True:
+        try:
+            msg, fds, _, _ = socket.recv_fds(sock, 64, 8)
+        except OSError:
+            os._exit(0)
+        if not msg:
+            os._exit(0)
+        if msg != b"run" or len(fds) != 4:
+            for fd in fds:
+                os.close(fd)
+            continue
+        pid = os.fork()
+        if pid == 0:
+            call_leader(cfg, sock, fds, baseline_as)
+        for fd in fds:
+            os.close(fd)
+        os.waitpid(pid, 0)
+
+
+# --- the supervisor ------------------------------------------------------------------------
+
+
+class WorkerFault(RuntimeError):
+    """The worker's own machinery failed (never user code): the parent must replace it."""
+
+
+def wipe(directory: str, budget_s: float = 5.0) -> bool:
+    """Empty ``directory`` without recursion, following no links, fixing permissions as it goes
+    (mode-000 directories, read-only files), and moving subdirectories up into ``directory``
+    before emptying them, so a chain of any depth needs two descriptors and no long paths.
+    Bounded by ``budget_s``; True when the directory is empty afterwards."""
+    deadline = time.monotonic() + budget_s
+    try:
+        root = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    moved = itertools.count()
+    try:
+        while time.monotonic() < deadline:
+            batch = _entries(root)
+            if not batch:
+                return True
+            for name, is_dir in batch:
+                if time.monotonic() >= deadline:
+                    return False
+                if is_dir:
+                    _drain(root, name, moved, deadline)
+                    with contextlib.suppress(OSError):
+                        os.rmdir(name, dir_fd=root)
+                else:
+                    with contextlib.suppress(OSError):
+                        os.unlink(name, dir_fd=root)
+        return not _entries(root)
+    finally:
+        os.close(root)
+
+
+def _entries(fd: int, limit: int = 4096) -> list[tuple[str, bool]]:
+    os.lseek(fd, 0, os.SEEK_SET)
+    with os.scandir(fd) as it:
+        return [(e.name, e.is_dir(follow_symlinks=False)) for e in itertools.islice(it, limit)]
+
+
+def _drain(root: int, name: str, moved: itertools.count, deadline: float) -> None:
+    """Unlink the files of ``root/name`` and move its subdirectories up into ``root``."""
+    with contextlib.suppress(OSError):
+        os.chmod(name, 0o700, dir_fd=root)
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=root)
+    except OSError:
+        return
+    try:
+        while time.monotonic() < deadline:
+            batch = _entries(fd)
+            if not batch:
+                return
+            progress = False
+            for sub, is_dir in batch:
+                try:
+                    if is_dir:
+                        os.chmod(sub, 0o700, dir_fd=fd)
+                        os.rename(sub, f".wipe-{next(moved)}", src_dir_fd=fd, dst_dir_fd=root)
+                    else:
+                        os.unlink(sub, dir_fd=fd)
+                    progress = True
+                except OSError:
+                    continue
+            if not progress:
+                return
+    finally:
+        os.close(fd)
+
+
+def _capped(data: bytearray, total: int, cap_chars: int) -> str:
+    text = data.decode("utf-8", errors="replace")
+    if len(text) > cap_chars or total > len(data):
+        return text[:cap_chars] + f"\n[output truncated: {total} bytes in all]\n"
+    return text
+
+
+def _text(value: Any, cap: int) -> str | None:
+    """A str that encodes to UTF-8 (lone surrogates escaped), at most ``cap`` characters."""
+    if value is None:
+        return None
+    text = str(value)[: cap + 200]
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _recv_msg(sock: socket.socket, timeout: float) -> dict[str, Any]:
+    """One JSON message from the zygote or a call leader."""
+    ready, _, _ = select.select([sock], [], [], max(timeout, 0.0))
+    if not ready:
+        raise WorkerFault("no message from the zygote in time")
+    data = sock.recv(1 << 16)
+    if not data:
+        raise WorkerFault("the zygote is gone")
+    msg = json.loads(data)
+    if not isinstance(msg, dict):
+        raise WorkerFault("malformed message from the zygote")
+    return msg
+
+
+def _kill(pid: int) -> None:
+    for kill in (os.kill, os.killpg):
+        with contextlib.suppress(OSError):
+            kill(pid, signal.SIGKILL)
+
+
+def run_call(code: str, cfg: dict[str, Any], sock: socket.socket) -> dict[str, Any]:
+    """Have the zygote fork one child for ``code``, supervise it, and return the response."""
+    limits = cfg["limits"]
+    cap = int(limits["output_chars"])
+    keep = cap * 4 + 16
+    flood = max(cap * FLOOD_FACTOR, 1 << 20)
+    result_cap = 4 * cap + RESULT_EXTRA
+    scratch = cfg["scratch"]
+    per_call = bool(cfg.get("call_namespaces"))
+    clean = per_call or wipe(scratch)
+    pipes = [os.pipe() for _ in range(4)]
+    (code_r, code_w), (out_r, out_w), (err_r, err_w), (res_r, res_w) = pipes
+    start = time.monotonic()
+    try:
+        socket.send_fds(sock, [b"run"], [code_r, out_w, err_w, res_w])
+    finally:
+        for fd in (code_r, out_w, err_w, res_w):
+            os.close(fd)
+    readers = (out_r, err_r, res_r)
+    try:
+        first = _recv_msg(sock, 30.0)
+        if "pid" not in first:
+            raise WorkerFault(f"call leader failed: {str(first.get('leader_error'))[-300:]}")
+        pid = int(first["pid"])
+        deadline = start + float(limits["wall_seconds"])
+        bufs = {fd: bytearray() for fd in readers}
+        totals = dict.fromkeys(readers, 0)
+        pending = memoryview(code.encode("utf-8", "surrogatepass"))
+        os.set_blocking(code_w, False)
+        sel = selectors.DefaultSelector()
+        for fd in readers:
+            sel.register(fd, selectors.EVENT_READ)
+        sel.register(code_w, selectors.EVENT_WRITE)
+        timed_out = flooded = oversized = False
+        status: int | None = None
+        try:
+            while len(sel.get_map()) > 0:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    timed_out = True
+                    break
+                for key, _ in sel.select(remaining):
+                    if key.fd == code_w:
+                        try:
+                            pending = pending[os.write(code_w, pending[: 1 << 16]) :]
+                        except BlockingIOError:
+                            continue
+                        except OSError:
+                            pending = pending[:0]
+                        if not pending:
+                            sel.unregister(code_w)
+                            os.close(code_w)
+                            code_w = -1
+                        continue
+                    chunk = os.read(key.fd, 1 << 16)
+                    if not chunk:
+                        sel.unregister(key.fd)
+                        continue
+                    totals[key.fd] += len(chunk)
+                    buf = bufs[key.fd]
+                    room = (result_cap if key.fd == res_r else keep) - len(buf)
+                    if room > 0:
+                        buf += chunk[:room]
+                    if key.fd == res_r and totals[key.fd] > result_cap:
+                        oversized = True
+                    elif key.fd != res_r and totals[key.fd] > flood:
+                        flooded = True
+                if flooded or oversized:
+                    break
+                if code_w == -1 and set(sel.get_map()) == set():
+                    break
+        finally:
+            sel.close()
+            if code_w != -1:
+                os.close(code_w)
+        if timed_out or flooded or oversized:
+            _kill(pid)
+        # the streams are closed; wait for the exit status (kill at the deadline)
+        while status is None:
+            remaining = deadline - time.monotonic()
+            try:
+                msg = _recv_msg(sock, remaining if remaining > 0 else 5.0)
+            except WorkerFault:
+                if remaining > 0:
+                    timed_out = True
+                    _kill(pid)
+                    continue
+                raise
+            if "status" not in msg:
+                raise WorkerFault(f"unexpected message from the call leader: {str(msg)[:200]}")
+            status = int(msg["status"])
+    finally:
+        for fd in readers:
+            os.close(fd)
+    duration = time.monotonic() - start
+    if not per_call:
+        clean = wipe(scratch) and clean
+    result: dict[str, Any] = {"value": None, "error": None}
+    if bufs[res_r] and not oversized:
+        try:
+            parsed = json.loads(bytes(bufs[res_r]))
+            result = parsed if isinstance(parsed, dict) else result
+        except ValueError:
+            result = {"value": None, "error": "sandbox: malformed result"}
+    killed = os.WIFSIGNALED(status)
+    if timed_out:
+        result["error"] = f"TimeoutError: wall-clock limit of {limits['wall_seconds']} s exceeded"
+    elif flooded:
+        result["error"] = f"OutputLimitExceeded: more than {flood} bytes of output"
+    elif oversized:
+        result["error"] = f"OutputLimitExceeded: result larger than {result_cap} bytes"
+    elif killed:
+        sig = os.WTERMSIG(status)
+        reason = {
+            signal.SIGXCPU: "CPU time limit exceeded",
+            signal.SIGXFSZ: "file size limit exceeded",
+            signal.SIGSYS: "forbidden system call",
+        }.get(sig, "")
+        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else sig
+        result["error"] = f"Killed: {name}" + (f" ({reason})" if reason else "")
+    elif not bufs[res_r]:
+        result["error"] = f"sandbox: cell exited without a result (status {status})"
+    return {
+        "stdout": _capped(bufs[out_r], totals[out_r], cap),
+        "stderr": _capped(bufs[err_r], totals[err_r], cap),
+        "value": _text(result.get("value"), cap),
+        "error": _text(result.get("error"), 1000),
+        "files_read": _str_list(result.get("files_read")),
+        "timed_out": timed_out,
+        "killed": killed or timed_out or flooded or oversized,
+        "duration_s": duration,
+        "clean": clean,
+        "worker_fault": False,
+    }
+
+
+def _str_list(value: Any) -> list[str]:
+    if not isinstance(value, list):
+        return []
+    out = []
+    for v in value[:MAX_TRACKED_FILES]:
+        if isinstance(v, str) and len(v) <= 4096:
+            out.append(v.encode("utf-8", "backslashreplace").decode("utf-8"))
+    return out
+
+
+def _limit_own_memory(headroom: int) -> int:
+    """Cap the supervisor's address space at its current size plus ``headroom`` bytes."""
+    limit = _vm_size() + headroom
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    return limit
+
+
 def main() -> None:
     cfg = json.loads(sys.argv[1])
     proto_in, proto_out = os.dup(0), os.dup(1)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.dup2(2, 1)  # stray prints from libraries go to the worker log
-    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # a dead child's pipe gives EPIPE, not death
     if cfg.get("die_with_parent"):
         _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     sys.path[:0] = [p for p in cfg["sys_path"] if p not in sys.path]
     sys.meta_path.insert(0, _Blocker())  # type: ignore[arg-type]
     os.environ.clear()
     os.environ.update(cfg["env"])
+    # Restrictions every process of the worker must inherit go here, before the zygote forks.
     # --- landlock (backend "landlock") ---
     # Confine this worker and all its children before any import: namespaces where allowed,
     # then Landlock filesystem/network/scope rules (isg_gym/tools/sandbox/landlock_rules.py,
@@ -602,35 +958,32 @@ def main() -> None:
         rules = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(rules)
         cfg["landlock_report"] = rules.confine(cfg["landlock"])
+        cfg.update(cfg["landlock_report"].get("cfg") or {})  # the moved data_dir and scratch
     # --- end landlock ---
-    import io
-
-    import numpy as np
-    import openpyxl  # noqa: F401
-    import pandas as pd
-    import scipy
-    import scipy.stats  # noqa: F401
-
-    pd.read_csv(io.StringIO("a,b\n1,2\n"))["a"].mean()  # warm lazy imports
-    np.linalg.norm(np.ones(3))
-    _prctl(PR_SET_DUMPABLE, 0)  # siblings cannot open our /proc/<pid>/mem or ptrace us
-    scratch = cfg["scratch"]
-    os.makedirs(scratch, exist_ok=True)
-    seccomp_problem = _probe_seccomp() if cfg["seccomp"] else "disabled by configuration"
-    if seccomp_problem and cfg["seccomp"]:
-        cfg["seccomp"] = False
-    baseline_as = _vm_size()
-    send(
-        proto_out,
-        {
-            "ready": True,
-            "seccomp": seccomp_problem is None,
-            "seccomp_problem": seccomp_problem,
-            "baseline_mb": baseline_as >> 20,
-            "pid": os.getpid(),
-            "landlock": cfg.get("landlock_report"),  # backend "landlock": what confine() did
-        },
-    )
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    zygote = os.fork()
+    if zygote == 0:  # before any request is read: the zygote's image never holds one
+        os.close(proto_in)
+        os.close(proto_out)
+        ours.close()
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        zygote_main(cfg, theirs)
+    theirs.close()
+    _prctl(PR_SET_DUMPABLE, 0)
+    try:
+        info = _recv_msg(ours, 120.0)
+    except (WorkerFault, ValueError) as exc:
+        info = {"ready": False, "error": repr(exc)}
+    if info.get("ready"):
+        cfg["seccomp"] = bool(info.get("seccomp"))
+        cfg["call_namespaces"] = bool(info.get("call_namespaces"))
+        info["supervisor_as_limit_mb"] = _limit_own_memory(SUPERVISOR_HEADROOM) >> 20
+        info["pid"] = os.getpid()
+        info["landlock"] = cfg.get("landlock_report")  # backend "landlock": what confine() did
+    send(proto_out, info)
+    if not info.get("ready"):
+        return
     while True:
         try:
             request = recv(proto_in)
@@ -640,18 +993,22 @@ def main() -> None:
             send(proto_out, {"pong": True})
             continue
         try:
-            response = run_call(str(request["code"]), cfg, scratch, baseline_as)
+            response = run_call(str(request["code"]), cfg, ours)
         except Exception as exc:  # a worker-side failure, never user code
             response = {
                 "stdout": "",
                 "stderr": "",
                 "value": None,
                 "killed": False,
-                "error": f"sandbox: worker error {exc!r}",
+                "error": f"sandbox: worker error {exc!r}"[:1000],
                 "timed_out": False,
                 "duration_s": 0.0,
+                "clean": False,
+                "worker_fault": True,
             }
         send(proto_out, response)
+        if response.get("worker_fault"):
+            break  # the parent replaces a faulty worker; exiting makes sure of it
 
 
 if __name__ == "__main__":
