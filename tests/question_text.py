@@ -35,7 +35,7 @@ COMPARE = {"greater than": "gt", "less than": "lt", "at least": "ge", "at most":
 _CMP = "|".join(COMPARE)
 TERMINATORS = ",.?:;"
 SUBJECT_RE = re.compile(r'\(path component "([a-z][a-z0-9]*)"\)')
-LABEL_CHARS = r'[^,.?:;"`()]'
+LABEL_CHARS = r'(?:[^,.?:;"`]|\.(?! ))'  # a label may hold a '.' (PM2.5), not a sentence end
 
 
 class CheckError(Exception):
@@ -109,7 +109,7 @@ class Reader:
         if known:
             label = max(known, key=len)
             return idx - 1 - len(label), label
-        m = re.search(rf"(?:\bwhere|\bwhich|\band|\bby|\bof) ((?:(?!\b(?:where|which|and)\b)"
+        m = re.search(rf"(?:\bwhere|\bwhich|\band) ((?:(?!\b(?:where|which|and)\b)"
                       rf"{LABEL_CHARS})+) $", head)  # fmt: skip
         if m is None:
             raise self.fail("cannot find where a path variable's label starts", idx)
