@@ -390,7 +390,8 @@ def absent_path_tokens(repo: Repository, var: PathVariable) -> list[str]:
         except (StopIteration, FileNotFoundError):
             pool = []
         out = [v for v in pool if v not in present]
-    out += [t for t in rendered_values(repo, var) if t not in present and t not in out]
+    if var.kind in ("categorical", "researcher"):  # declared values no file has
+        out += [t for t in rendered_values(repo, var) if t not in present and t not in out]
     return [t for t in dict.fromkeys(out) if t not in present]
 
 
