@@ -12,7 +12,14 @@ Accepted actions:
   "function": {"name", "arguments": "<json>"}}``, or a list of them.
 
 Nothing here raises on bad input: problems become :class:`ParsedCall` errors or a
-:class:`Parsed` with ``error`` set.
+:class:`Parsed` with ``error`` set. Actions are bounded before they are parsed: a text longer
+than :data:`MAX_ACTION_CHARS`, or a structured action deeper than :data:`MAX_ACTION_DEPTH`
+levels, larger than about :data:`MAX_ACTION_CHARS` characters of JSON, with non-string keys or
+with values that are not JSON (bytes, objects), is rejected without walking the rest of it. At
+most :data:`MAX_CALLS` calls of a message are parsed; the others are counted and reported.
+
+:func:`describe_action` renders any action for a transcript, capped, without calling the
+action's own ``__str__`` / ``__repr__``; :func:`safe_text` makes any ``str`` encodable as UTF-8.
 """
 
 from __future__ import annotations
@@ -28,6 +35,10 @@ _THINK = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL | re.IGNORECASE)
 _TOOL_CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.DOTALL | re.IGNORECASE)
 _FENCE = re.compile(r"^```[\w+-]*\s*\n?(.*?)\n?\s*```$", re.DOTALL)
 MAX_CALLS = 8
+MAX_ACTION_CHARS = 1 << 20  # the action space's max_length
+MAX_ACTION_DEPTH = 32  # a tool call is 3 levels deep; arguments are flat
+MAX_DESCRIPTION_CHARS = 100_000  # an action as stored in the env's transcript
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 FORMAT_HELP = (
     'Call a tool with <tool_call>{"name": "TOOL", "arguments": {...}}</tool_call> '
@@ -71,26 +82,89 @@ def parse_action(action: Any) -> Parsed:
     """Parse an action of any accepted shape; never raises."""
     try:
         if isinstance(action, str):
+            if len(action) > MAX_ACTION_CHARS:
+                return Parsed(
+                    error=f"message too long ({len(action)} characters; at most "
+                    f"{MAX_ACTION_CHARS}). " + FORMAT_HELP
+                )
             return _parse_text(action)
+        if isinstance(action, (dict, list, tuple)):
+            problem = check_json_value(action)
+            if problem is not None:
+                return Parsed(error=f"unusable structured action: {problem}. " + FORMAT_HELP)
         if isinstance(action, dict):
             return Parsed(calls=[_structured(action)])
         if isinstance(action, (list, tuple)):
             if not action:
                 return Parsed(error="empty list of tool calls. " + FORMAT_HELP)
-            return Parsed(calls=_limit([_structured(item) for item in action]))
+            return Parsed(calls=_limit([_structured(item) for item in action[:MAX_CALLS]],
+                                       len(action)))  # fmt: skip
         return Parsed(
             error=f"unsupported action type {type(action).__name__}; send the assistant text "
             "or tool-call dicts. " + FORMAT_HELP
         )
     except RecursionError:
         return Parsed(error="action nested too deeply. " + FORMAT_HELP)
+    except Exception as exc:  # a hostile object (raising __eq__, __len__, ...): still an error
+        return Parsed(error=f"unusable action ({type(exc).__name__}). " + FORMAT_HELP)
 
 
-def _limit(calls: list[ParsedCall]) -> list[ParsedCall]:
-    if len(calls) <= MAX_CALLS:
-        return calls
+def check_json_value(
+    value: Any, max_depth: int = MAX_ACTION_DEPTH, max_chars: int = MAX_ACTION_CHARS
+) -> str | None:
+    """Why ``value`` is not a small JSON value (None when it is one).
+
+    Iterative, and stops at the first problem, so a value nested 100,000 deep or holding
+    300,000 items costs at most about ``max_chars`` steps. Accepted: None, bool, int, float,
+    str, and lists / tuples / dicts with string keys of those, at most ``max_depth`` levels deep
+    and about ``max_chars`` characters of JSON in all.
+    """
+    stack: list[tuple[Any, bool]] = [(iter((value,)), False)]  # (iterator, over dict items)
+    size = 0
+    while stack:
+        frame, items = stack[-1]
+        item = next(frame, _END)
+        if item is _END:
+            stack.pop()
+            continue
+        if items:
+            key, item = item
+            if not isinstance(key, str):
+                return f"keys must be strings, got a key of type {type(key).__name__}"
+            size += 4 + len(key)
+        if item is None or isinstance(item, bool):
+            size += 5
+        elif isinstance(item, int):
+            size += 2 + item.bit_length() // 3
+        elif isinstance(item, float):
+            size += 24
+        elif isinstance(item, str):
+            size += 2 + len(item)
+        elif isinstance(item, (list, tuple, dict)):
+            if len(stack) >= max_depth:
+                return f"nested deeper than {max_depth} levels"
+            size += 2 + len(item)
+            is_dict = isinstance(item, dict)
+            stack.append((iter(item.items() if is_dict else item), is_dict))
+        else:
+            return (
+                "values must be JSON (str, number, bool, null, list, object), got "
+                f"{type(item).__name__}"
+            )
+        if size > max_chars:
+            return f"larger than {max_chars} characters of JSON"
+    return None
+
+
+_END = object()
+
+
+def _limit(calls: list[ParsedCall], total: int) -> list[ParsedCall]:
+    """The first :data:`MAX_CALLS` calls, and an error entry counting the ``total`` beyond."""
+    if total <= MAX_CALLS:
+        return calls[:MAX_CALLS]
     extra = ParsedCall(
-        error=f"{len(calls) - MAX_CALLS} tool calls beyond the limit of "
+        error=f"{total - MAX_CALLS} tool calls beyond the limit of "
         f"{MAX_CALLS} per message were ignored"
     )
     return [*calls[:MAX_CALLS], extra]
@@ -98,9 +172,14 @@ def _limit(calls: list[ParsedCall]) -> list[ParsedCall]:
 
 def _parse_text(text: str) -> Parsed:
     visible = strip_thinking(text)
-    blocks = _TOOL_CALL.findall(visible)
+    blocks = []
+    total = 0
+    for match in _TOOL_CALL.finditer(visible):
+        total += 1
+        if len(blocks) < MAX_CALLS:
+            blocks.append(match.group(1))
     if blocks:
-        return Parsed(calls=_limit([_from_json_text(b) for b in blocks]), text=visible)
+        return Parsed(calls=_limit([_from_json_text(b) for b in blocks], total), text=visible)
     stripped = visible.strip()
     fence = _FENCE.match(stripped)
     body = fence.group(1).strip() if fence else stripped
@@ -113,7 +192,8 @@ def _parse_text(text: str) -> Parsed:
             and value
             and all(isinstance(v, dict) and ("name" in v or "function" in v) for v in value)
         ):
-            return Parsed(calls=_limit([_structured(v) for v in value]), text=visible)
+            calls = [_structured(v) for v in value[:MAX_CALLS]]
+            return Parsed(calls=_limit(calls, len(value)), text=visible)
     if extract(stripped).form in ("json", "boxed"):
         return Parsed(answer_text=stripped, text=visible)
     if not stripped:
@@ -168,4 +248,86 @@ def _structured(value: Any) -> ParsedCall:
         arguments = decoded
     if not isinstance(arguments, dict):
         return ParsedCall(name=name, error='"arguments" must be a JSON object of named arguments')
+    problem = check_json_value(arguments)
+    if problem is not None:
+        return ParsedCall(name=name, error=f'unusable "arguments": {problem}')
     return ParsedCall(name=name, arguments=arguments)
+
+
+def safe_text(text: str) -> str:
+    """``text`` with every lone surrogate written as an escape, so that it encodes as UTF-8.
+
+    A surrogate from ``surrogateescape`` decoding (an undecodable byte) becomes ``\\xNN``, any
+    other lone surrogate ``\\uNNNN``; all other text (NUL and control characters included) is
+    kept as it is.
+    """
+    if not _SURROGATE.search(text):
+        return text
+    return _SURROGATE.sub(_escape_surrogate, text)
+
+
+def _escape_surrogate(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if 0xDC80 <= code <= 0xDCFF:
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\u{code:04x}"
+
+
+def describe_action(action: Any, limit: int = MAX_DESCRIPTION_CHARS) -> str:
+    """The action as text for a transcript: at most about ``limit`` characters, valid UTF-8.
+
+    Text is kept as sent (cut with a note); a structured action is written as JSON, with
+    values that are not JSON shown as ``<TypeName>`` (their own ``__repr__`` is never called),
+    and nesting or size beyond the limits replaced by ``...``.
+    """
+    try:
+        if isinstance(action, str):
+            text = action
+        else:
+            parts: list[str] = []
+            _render(action, parts, [0], limit, 1)
+            text = "".join(parts)
+    except Exception as exc:  # a hostile str subclass or container
+        text = f"<unprintable action: {type(exc).__name__}>"
+    if len(text) > limit:
+        text = text[:limit] + f"\n[action cut: {len(text) - limit} more characters not stored]"
+    return safe_text(text)
+
+
+def _render(value: Any, out: list[str], used: list[int], limit: int, depth: int) -> None:
+    """Append a bounded JSON rendering of ``value`` to ``out`` (``used``: characters so far)."""
+    if used[0] > limit:
+        return
+    if depth > MAX_ACTION_DEPTH:
+        piece = "..."
+    elif value is None or isinstance(value, (bool, float)):
+        piece = json.dumps(value)
+    elif isinstance(value, int):
+        bits = value.bit_length()
+        piece = int.__repr__(value) if bits < 1000 else f"<int of {bits} bits>"
+    elif isinstance(value, str):
+        piece = json.dumps(value[: limit - used[0] + 1], ensure_ascii=False)
+    elif isinstance(value, (list, tuple, dict)):
+        items = value.items() if isinstance(value, dict) else value
+        out.append("{" if isinstance(value, dict) else "[")
+        used[0] += 1
+        for number, item in enumerate(items):
+            if used[0] > limit:
+                out.append(f"... {len(value) - number} more")
+                break
+            if number:
+                out.append(", ")
+                used[0] += 2
+            if isinstance(value, dict):
+                key = item[0] if isinstance(item[0], str) else f"<{type(item[0]).__name__}>"
+                out.append(json.dumps(key[:200], ensure_ascii=False) + ": ")
+                used[0] += len(out[-1])
+                item = item[1]
+            _render(item, out, used, limit, depth + 1)
+        out.append("}" if isinstance(value, dict) else "]")
+        used[0] += 1
+        return
+    else:
+        piece = f"<{type(value).__name__}>"
+    out.append(piece)
+    used[0] += len(piece)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import weakref
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -13,14 +14,26 @@ import gymnasium as gym
 
 from isg_gym.dataset import ANSWER_INSTRUCTIONS
 from isg_gym.envs import materialize
-from isg_gym.envs.actions import FORMAT_HELP, ParsedCall, parse_action
+from isg_gym.envs.actions import (
+    FORMAT_HELP,
+    ParsedCall,
+    describe_action,
+    parse_action,
+    safe_text,
+)
 from isg_gym.envs.spaces import ToolCallText, UnicodeText
 from isg_gym.qa import QUESTION_TYPES, Question, format_answer, question_at, question_from_id
 from isg_gym.qa.conventions import CONVENTIONS
 from isg_gym.qa.sampling import DEFAULT_UNANSWERABLE_RATIO, parse_question_id
 from isg_gym.repository import Repository
 from isg_gym.rewards import RewardConfig, extract, grade, reward
-from isg_gym.tools.filesystem import ToolError, list_directory, read_text_file, resolve
+from isg_gym.tools.filesystem import (
+    ToolError,
+    existing_files,
+    list_directory,
+    read_text_file,
+    resolve,
+)
 from isg_gym.tools.sandbox.replay import replay_program
 from isg_gym.tools.schemas import (
     FINAL_ANSWER,
@@ -30,6 +43,8 @@ from isg_gym.tools.schemas import (
     describe_tools,
     tool_schemas,
 )
+
+_log = logging.getLogger(__name__)
 
 SEED_LIMIT = 2**31 - 1
 MAX_CODE_CHARS = 100_000
@@ -83,9 +98,10 @@ def _check_args(arguments: dict[str, Any], allowed: tuple[str, ...], required: t
 
 
 def _cap(text: str, limit: int, what: str = "output") -> str:
+    """A safety net: the tools cap their own output (with an exact note) below ``limit``."""
     if len(text) <= limit:
         return text
-    return text[:limit] + f"\n[{what} truncated: {len(text) - limit} more characters not shown]"
+    return text[:limit] + f"\n[{what} cut by the environment: {len(text) - limit} more characters]"
 
 
 class ISGEnv(gym.Env[str, Any]):
@@ -423,7 +439,7 @@ class ISGEnv(gym.Env[str, Any]):
             text = "[error] the episode is over; call reset()"
             return text, 0.0, True, False, {**self._info(), "outcome": "episode_over"}
         self._steps += 1
-        self._transcript.append(("assistant", _describe_action(action)))
+        self._transcript.append(("assistant", _describe_action(action)))  # capped
         parsed = parse_action(action)
         parts: list[str] = []
         results: list[dict[str, Any]] = []
@@ -453,7 +469,8 @@ class ISGEnv(gym.Env[str, Any]):
         info["parse_error"] = parsed.error or next(
             (c.error for c in parsed.calls if c.error is not None), None
         )
-        info["files_read"] = sorted(set(self._files_read))
+        assert self._repo is not None  # a failed open of a missing path is not a read
+        info["files_read"] = existing_files(self._repo, self._files_read)
         if final is not None:
             observation, value, score = self._finish(final[0])
             if parts:
@@ -473,6 +490,9 @@ class ISGEnv(gym.Env[str, Any]):
 
     @staticmethod
     def _obs(text: str) -> str:
+        """The observation: valid UTF-8 text (lone surrogates escaped), at most the space's
+        limit."""
+        text = safe_text(text)
         if len(text) > OBSERVATION_LIMIT:
             return text[: OBSERVATION_LIMIT - 40] + "\n[observation truncated]"
         return text
@@ -520,10 +540,12 @@ class ISGEnv(gym.Env[str, Any]):
         return observation, float(total), info
 
     def _run_call(self, call: ParsedCall) -> tuple[str, bool]:
-        """The call's observation text, and whether it failed."""
+        """The call's observation text (valid UTF-8), and whether it failed. Never raises."""
         name = call.name or "tool_call"
+        label = name if len(name) <= 64 else name[:64] + "..."
+        errors = min(2000, self.max_output_chars)
         if call.error is not None:
-            return f"[{name}] error: {call.error}", True
+            return safe_text(f"[{label}] error: {_cap(call.error, errors)}"), True
         try:
             match call.name:
                 case "list_directory":
@@ -534,12 +556,16 @@ class ISGEnv(gym.Env[str, Any]):
                     out = self._run_python_code(call.arguments)
                 case _:
                     raise ToolError(
-                        f"unknown tool {call.name!r}; tools: {LIST_DIRECTORY}, {READ_TEXT_FILE}, "
+                        f"unknown tool {label!r}; tools: {LIST_DIRECTORY}, {READ_TEXT_FILE}, "
                         f"{RUN_PYTHON_CODE}, {FINAL_ANSWER}"
                     )
         except ToolError as exc:
-            return f"[{name}] error: {_cap(str(exc), 2000)}", True
-        return f"[{name}]\n{_cap(out, self.max_output_chars)}", False
+            return safe_text(f"[{label}] error: {_cap(str(exc), errors)}"), True
+        except Exception as exc:  # a bug in a tool must not end the episode or the run
+            _log.exception("tool %s failed on %r", label, call.arguments)
+            return f"[{label}] error: internal error in the tool ({type(exc).__name__})", True
+        # The tools cap their own output with an exact note; _cap here is only a safety net.
+        return safe_text(f"[{label}]\n{_cap(out, self.max_output_chars)}"), False
 
     def _list_directory(self, args: dict[str, Any]) -> str:
         _check_args(args, ("path", "depth", "pattern"), ())
@@ -550,7 +576,12 @@ class ISGEnv(gym.Env[str, Any]):
             pattern = _as_str(pattern, "pattern", 1000)
         assert self._repo is not None
         return list_directory(
-            self._repo, path, 1 if depth is None else depth, pattern, self.max_list_entries
+            self._repo,
+            path,
+            1 if depth is None else depth,
+            pattern,
+            self.max_list_entries,
+            self.max_output_chars,
         )
 
     def _read_text_file(self, args: dict[str, Any]) -> str:
@@ -591,26 +622,39 @@ class ISGEnv(gym.Env[str, Any]):
         return self._format_exec(result)
 
     def _format_exec(self, result: Any) -> str:
-        cap = self.max_output_chars
-        parts = []
-        stdout = getattr(result, "stdout", "") or ""
-        stderr = getattr(result, "stderr", "") or ""
-        value = getattr(result, "value", None)
-        error = getattr(result, "error", None)
-        if stdout:
-            parts.append("[stdout]\n" + _cap(str(stdout), cap, "stdout"))
-        if stderr:
-            parts.append("[stderr]\n" + _cap(str(stderr), cap // 2, "stderr"))
-        if value is not None:
-            text = value if isinstance(value, str) else repr(value)
-            parts.append("[value]\n" + _cap(text, cap // 2, "value"))
-        if error:
-            parts.append("[error]\n" + _cap(str(error), cap // 2, "error"))
+        """The sections of a sandbox result, all of them within ``max_output_chars``.
+
+        Sections that fit are shown whole; the rest share what is left (short ones first), each
+        cut with its own note: stdout, the value and the error keep their start, stderr keeps its
+        end (where a traceback says what went wrong).
+        """
+        sections: list[tuple[str, str, bool]] = []  # (label, text, keep the end)
+        for label, attr, keep_end in (
+            ("stdout", "stdout", False),
+            ("stderr", "stderr", True),
+            ("value", "value", False),
+            ("error", "error", False),
+        ):
+            raw = getattr(result, attr, None)
+            if raw is None or raw == "":
+                continue
+            text = raw if isinstance(raw, str) else repr(raw) if attr == "value" else str(raw)
+            sections.append((label, safe_text(text), keep_end))
+        flags = []
         if getattr(result, "timed_out", False):
-            parts.append("[timed out: the code ran past the time limit]")
+            flags.append("[timed out: the code ran past the time limit]")
         if getattr(result, "killed", False):
-            parts.append("[killed: the code exceeded a resource limit]")
-        return "\n".join(parts) if parts else "[no output]"
+            flags.append("[killed: the code exceeded a resource limit]")
+        if not sections and not flags:
+            return "[no output]"
+        overhead = sum(len(label) + 3 for label, _, _ in sections) + sum(map(len, flags))
+        overhead += len(sections) + len(flags) - 1  # the newlines between the parts
+        shares = _shares([len(text) for _, text, _ in sections], self.max_output_chars - overhead)
+        parts = [
+            f"[{label}]\n" + _clip(text, share, label, keep_end)
+            for (label, text, keep_end), share in zip(sections, shares, strict=True)
+        ]
+        return "\n".join([*parts, *flags])
 
     def _get_sandbox(self) -> Any:
         if self._sandbox is not None:
@@ -673,9 +717,28 @@ def _succeeded(result: Any) -> bool:
 
 
 def _describe_action(action: Any) -> str:
-    if isinstance(action, str):
-        return action
-    try:
-        return json.dumps(action, ensure_ascii=False, default=repr)[:MAX_CODE_CHARS]
-    except (TypeError, ValueError, RecursionError):
-        return repr(action)[:MAX_CODE_CHARS]
+    """The action as the transcript keeps it: capped, bounded in depth, never raising."""
+    return describe_action(action, MAX_CODE_CHARS)
+
+
+def _shares(sizes: list[int], available: int) -> list[int]:
+    """Characters for each section: whole where it fits, an equal share of the rest else."""
+    shares = [0] * len(sizes)
+    remaining = max(0, available)
+    order = sorted(range(len(sizes)), key=lambda i: sizes[i])
+    for done, i in enumerate(order):
+        shares[i] = min(sizes[i], remaining // (len(sizes) - done))
+        remaining -= shares[i]
+    return shares
+
+
+def _clip(text: str, limit: int, label: str, keep_end: bool) -> str:
+    """``text`` in at most ``limit`` characters, a cut one with a note saying what is shown."""
+    if len(text) <= limit:
+        return text
+    note = f"[{label} cut: the last {'9' * len(str(len(text)))} of {len(text)} characters]"
+    room = max(0, limit - len(note) - 1)
+    if keep_end:
+        note = f"[{label} cut: the last {room} of {len(text)} characters]"
+        return note + "\n" + text[len(text) - room :]
+    return text[:room] + f"\n[{label} cut: the first {room} of {len(text)} characters]"

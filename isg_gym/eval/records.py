@@ -3,15 +3,24 @@
 A record holds the question (id, repository, type, family, answerable, reason, gold answer),
 what the agent did (the transcript, every tool call with its arguments and result size, parse
 failures, the files it read), the outcome and the :class:`~isg_gym.rewards.Score`, token counts
-and wall time. :func:`read_records` skips a torn last line, so an interrupted run loses nothing it
-had written and ``--resume`` picks up after the last complete line.
+and wall time. :func:`read_records` skips a torn last line (with a warning), so an interrupted run
+loses nothing it had written and ``--resume`` picks up after the last complete line; any other
+unreadable line (garbage, not an object, a field of the wrong type) is a :class:`RecordFileError`
+naming the file and the line.
+
+:class:`RecordWriter` always writes one valid JSON line per record, whatever text the model or
+its code produced: the line is ASCII (``ensure_ascii``), so lone surrogates, NUL and invalid
+bytes survive as ``\\uXXXX`` escapes and read back unchanged; values JSON cannot hold (NaN,
+infinities, objects, non-string keys, nesting too deep) are replaced by strings.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -95,23 +104,154 @@ def _question_text(info: dict[str, Any]) -> str | None:
     return None
 
 
+class RecordFileError(ValueError):
+    """A record file that cannot be read: the message names the file, the line and the fault."""
+
+
+# Fields a record must have, and the types each may take (None: the field may be null).
+_INT = (int,)
+_NUMBER = (int, float)
+_FIELDS: dict[str, tuple[tuple[type, ...], bool]] = {  # name: (types, may be null)
+    "index": (_INT, False),
+    "question_id": ((str,), False),
+    "outcome": ((str,), False),
+    "correct": ((bool,), False),
+}
+_OPTIONAL: dict[str, tuple[tuple[type, ...], bool]] = {
+    "schema": (_INT, False),
+    "abstained": ((bool,), False),
+    "answerable": ((bool,), True),
+    "type": ((str,), True),
+    "family": ((str,), True),
+    "steps": (_INT, True),
+    "parse_failures": (_INT, True),
+    "prompt_tokens": (_INT, True),
+    "completion_tokens": (_INT, True),
+    "model_calls": (_INT, True),
+    "reward": (_NUMBER, True),
+    "wall_s": (_NUMBER, True),
+    "tool_calls": ((list,), True),
+    "files_read": ((list,), True),
+    "evidence": ((list,), True),
+    "evidence_used": ((bool,), True),
+    "score": ((dict,), True),
+    "error": ((str,), True),
+}
+
+
+def check_record(record: Any) -> str | None:
+    """What is wrong with a parsed record line (None when it is a usable record)."""
+    if not isinstance(record, dict):
+        return f"a record must be a JSON object, got {_json_type(record)}"
+    for name, (types, nullable) in (*_FIELDS.items(), *_OPTIONAL.items()):
+        if name not in record:
+            if name in _FIELDS:
+                return f"missing field {name!r}"
+            continue
+        value = record[name]
+        if value is None and nullable:
+            continue
+        if (isinstance(value, bool) and bool not in types) or not isinstance(value, types):
+            want = " or ".join(_TYPE_NAMES[t] for t in types) + (" or null" if nullable else "")
+            return f"field {name!r} must be {want}, got {_json_type(value)} {_short(value)}"
+    return None
+
+
+_TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "a boolean",
+               list: "a list", dict: "an object"}  # fmt: skip
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    for kind, name in ((bool, "a boolean"), (int, "an integer"), (float, "a number"),
+                       (str, "a string"), (list, "a list"), (dict, "an object")):  # fmt: skip
+        if isinstance(value, kind):
+            return name
+    return type(value).__name__
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=True, default=str)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def read_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """Every complete record of a JSONL file (a torn or unparsable last line is ignored)."""
+    """Every record of a JSONL file, in order.
+
+    A torn last line (no newline after it, not JSON: an interrupted write) is skipped with a
+    warning; any other line that is not a usable record raises :class:`RecordFileError`
+    (``FILE:LINE: what is wrong``). Blank lines are ignored.
+    """
     path = Path(path)
     if not path.exists():
         return []
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise RecordFileError(f"{path}: cannot read the record file: {exc.strerror}") from None
     records = []
-    lines = path.read_bytes().split(b"\n")
+    lines = data.split(b"\n")
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            records.append(json.loads(line))
-        except ValueError:
-            if number == len(lines):  # torn last line of an interrupted run
+            record = json.loads(line)
+        except (ValueError, RecursionError):
+            if number == len(lines):  # no newline after it: the torn last line of a stopped run
+                warnings.warn(
+                    f"{path}:{number}: skipped a torn last line (an interrupted write)",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
                 break
-            raise ValueError(f"{path}:{number}: not a JSON record") from None
+            raise RecordFileError(f"{path}:{number}: not a JSON record line") from None
+        problem = check_record(record)
+        if problem is not None:
+            raise RecordFileError(f"{path}:{number}: {problem}")
+        records.append(record)
     return records
+
+
+def dumps_record(record: dict[str, Any]) -> str:
+    """One JSON line (ASCII, no newline) for ``record``; never raises for its contents.
+
+    Strings are kept exactly (non-ASCII, lone surrogates and NUL as ``\\uXXXX`` escapes).
+    Values JSON cannot represent are written as strings: NaN and infinities as ``"NaN"``,
+    ``"Infinity"``, ``"-Infinity"``, other objects by their type name, non-string keys by
+    their text; containers nested deeper than 64 levels become ``"..."``.
+    """
+    try:
+        return json.dumps(record, ensure_ascii=True, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return json.dumps(_jsonable(record, 0), ensure_ascii=True, allow_nan=False)
+
+
+def _jsonable(value: Any, depth: int) -> Any:
+    """A copy of ``value`` holding only what strict JSON can encode."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        return int(value) if value.bit_length() < 4000 else f"<int of {value.bit_length()} bits>"
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return float(value)
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if depth >= 64:
+        return "..."
+    if isinstance(value, dict):
+        return {_key(k): _jsonable(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v, depth + 1) for v in value]
+    return f"<{type(value).__name__}>"
+
+
+def _key(key: Any) -> str:
+    if isinstance(key, str):
+        return key
+    if key is None or isinstance(key, (bool, int, float)):
+        return json.dumps(key) if not isinstance(key, float) or math.isfinite(key) else str(key)
+    return f"<{type(key).__name__}>"
 
 
 class RecordWriter:
@@ -127,10 +267,10 @@ class RecordWriter:
             data = self.path.read_bytes()
             if data and not data.endswith(b"\n"):
                 self.path.write_bytes(data[: data.rfind(b"\n") + 1])
-        self._file = self.path.open("a", encoding="utf-8")
+        self._file = self.path.open("a", encoding="ascii")
 
     def write(self, record: dict[str, Any]) -> None:
-        self._file.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+        self._file.write(dumps_record(record) + "\n")
         self._file.flush()
         os.fsync(self._file.fileno())
 

@@ -30,6 +30,8 @@ _LATEX_WRAP = re.compile(r"^\\(?:text|textrm|textbf|mathrm|mathbf|operatorname)\
 _PAIRS = (("**", "**"), ("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))
 _QUOTES = ('"', "'", "`", "\u201c\u201d", "\u2018\u2019")
 _DECODER = json.JSONDecoder(parse_float=str, parse_int=str, parse_constant=str)
+_OBJECT_START = re.compile(r'\{\s*"')
+_MAX_JSON_TRIES = 200
 
 
 @dataclass(frozen=True)
@@ -97,58 +99,79 @@ def _finish(value: Any, form: Form) -> Extraction:
 
 
 def _boxed(text: str) -> list[tuple[int, str, Form]]:
-    """Balanced ``\\boxed{...}`` contents with their start positions."""
+    """Balanced ``\\boxed{...}`` contents with their start positions (one pass over the text)."""
     found: list[tuple[int, str, Form]] = []
+    closing: dict[int, int] | None = None
     for match in _BOXED.finditer(text):
-        end = _closing_brace(text, match.end() - 1)
+        if closing is None:
+            closing = _brace_pairs(text)
+        open_at = match.end() - 1
+        end = closing.get(open_at)
         if end is not None:
-            found.append((match.start(), _unbrace(text[match.end() : end]), "boxed"))
+            found.append((match.start(), _unbrace(text, open_at + 1, end, closing), "boxed"))
     return found
 
 
-def _unbrace(value: str) -> str:
-    """``{a}`` -> ``a`` (LaTeX grouping braces around the whole boxed content)."""
-    value = value.strip()
-    while value.startswith("{") and _closing_brace(value, 0) == len(value) - 1:
-        value = value[1:-1].strip()
-    return value
-
-
-def _closing_brace(text: str, open_at: int) -> int | None:
-    """Index of the brace closing the one at ``open_at`` (None if unbalanced)."""
-    depth = 0
-    i = open_at
-    while i < len(text):
+def _brace_pairs(text: str) -> dict[int, int]:
+    """Index of each balanced ``{`` -> index of the ``}`` closing it (``\\{``, ``\\}`` skipped)."""
+    pairs: dict[int, int] = {}
+    stack: list[int] = []
+    i = 0
+    n = len(text)
+    while i < n:
         ch = text[i]
         if ch == "\\":
             i += 2  # an escaped character (\{ or \}) never opens or closes
             continue
         if ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return i
+            stack.append(i)
+        elif ch == "}" and stack:
+            pairs[stack.pop()] = i
         i += 1
-    return None
+    return pairs
+
+
+def _unbrace(text: str, start: int, end: int, closing: dict[int, int]) -> str:
+    """``text[start:end]`` without LaTeX grouping braces around all of it (``{a}`` -> ``a``)."""
+    while True:
+        while start < end and text[start].isspace():
+            start += 1
+        while end > start and text[end - 1].isspace():
+            end -= 1
+        if start < end and text[start] == "{" and closing.get(start) == end - 1:
+            start, end = start + 1, end - 1
+        else:
+            return text[start:end]
 
 
 def _json_objects(text: str) -> list[tuple[int, Any, Form]]:
-    """JSON objects with an ``"answer"`` key embedded in ``text``, with their start positions."""
+    """JSON objects with an ``"answer"`` key embedded in ``text``, with their start positions.
+
+    Decoding is tried only at a ``{`` that opens an object with a string key before the last
+    ``"answer"`` key of the text, and at most :data:`_MAX_JSON_TRIES` tries that find nothing are made
+    (undecodable, or objects without the key), so that hostile text (a megabyte of ``{"``)
+    costs linear time.
+    """
     found: list[tuple[int, Any, Form]] = []
-    pos = text.find("{")
-    while pos != -1:
+    last_key = text.rfind('"answer"')
+    if last_key == -1:
+        return found
+    misses = 0
+    for match in _OBJECT_START.finditer(text, 0, last_key + 1):
+        pos = match.start()
+        if found and pos < found[-1][0] + found[-1][3]:
+            continue  # inside an object already found
         try:
             value, end = _DECODER.raw_decode(text, pos)
         except (ValueError, RecursionError):
-            pos = text.find("{", pos + 1)
+            value = end = None
+        if isinstance(value, dict) and "answer" in value and end is not None:
+            found.append((pos, value["answer"], "json", end - pos))
             continue
-        if isinstance(value, dict) and "answer" in value:
-            found.append((pos, value["answer"], "json"))
-            pos = text.find("{", end)
-        else:
-            pos = text.find("{", pos + 1)
-    return found
+        misses += 1
+        if misses >= _MAX_JSON_TRIES:
+            break
+    return [(pos, value, form) for pos, value, form, _ in found]
 
 
 def clean(value: str) -> str | None:
