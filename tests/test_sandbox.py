@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -214,3 +217,52 @@ def test_other_files_dir_swaps_the_view_without_a_restart(repo: Path, tmp_path: 
         view = sandbox._view
         assert view is not None and Path(view).is_dir()
     assert not Path(view).exists()  # removed with the worker
+
+
+def test_remove_tree_handles_hostile_trees(tmp_path: Path) -> None:
+    """Mode-000 directories, a 1,600-deep chain and many files: emptied without recursion."""
+    from isg_gym.tools.sandbox import remove_tree
+    from isg_gym.tools.sandbox.worker import wipe
+
+    root = tmp_path / "scratch"
+    (root / "locked" / "inner").mkdir(parents=True)
+    (root / "locked" / "inner" / "f").write_text("x")
+    os.chmod(root / "locked" / "inner", 0)
+    os.chmod(root / "locked", 0)
+    fd = os.open(root, os.O_RDONLY)
+    for _ in range(1600):
+        os.mkdir("d", dir_fd=fd)
+        sub = os.open("d", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = sub
+    os.close(fd)
+    for i in range(3000):
+        (root / f"f{i}").write_bytes(b"")
+    assert wipe(str(root), budget_s=120.0) is True  # host /tmp here: ~3 ms per rmdir
+    assert os.listdir(root) == []
+    (root / "again").mkdir()
+    os.chmod(root / "again", 0)
+    remove_tree(str(root))
+    assert not root.exists()
+
+
+@needs_bwrap
+def test_unclosed_sandbox_leaves_no_view_behind(repo: Path) -> None:
+    """A sandbox that is never closed: its worker and view go at interpreter exit."""
+    code = (
+        "import sys\nfrom isg_gym.tools.sandbox import get_sandbox\n"
+        f"sb = get_sandbox('bwrap')\nassert sb.run('1', {str(repo)!r}).value == '1'\n"
+        "print(sb._view)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    view = out.stdout.strip().splitlines()[-1]
+    assert view.startswith("/") and not os.path.exists(view)
+
+
+@needs_bwrap
+def test_worker_runs_unprivileged_in_its_own_namespaces(sb, repo: Path) -> None:
+    if not sb.worker_info.get("call_namespaces"):
+        pytest.skip(f"no per-call namespaces here: {sb.worker_info.get('call_namespaces_problem')}")
+    res = run(sb, "import os\n(os.getuid(), os.getgid(), os.getpid())", repo)
+    assert res.value == "(65534, 65534, 1)", res

@@ -678,70 +678,56 @@ class WorkerFault(RuntimeError):
 
 
 def wipe(directory: str, budget_s: float = 5.0) -> bool:
-    """Empty ``directory`` without recursion, following no links, fixing permissions as it goes
-    (mode-000 directories, read-only files), and moving subdirectories up into ``directory``
-    before emptying them, so a chain of any depth needs two descriptors and no long paths.
-    Bounded by ``budget_s``; True when the directory is empty afterwards."""
+    """Empty ``directory`` without recursion, following no links and fixing permissions as it
+    goes (mode-000 directories, read-only files): one descriptor at a time, walking down into
+    the first subdirectory and back up through ``..``, so a chain of any depth needs neither
+    long paths nor many descriptors. Bounded by ``budget_s``; True when it is empty."""
     deadline = time.monotonic() + budget_s
     try:
-        root = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError:
         return False
-    moved = itertools.count()
+    names: list[str] = []  # the path from ``directory`` down to ``fd``
     try:
         while time.monotonic() < deadline:
-            batch = _entries(root)
-            if not batch:
-                return True
-            for name, is_dir in batch:
-                if time.monotonic() >= deadline:
-                    return False
+            sub = None
+            for name, is_dir in _entries(fd):
                 if is_dir:
-                    _drain(root, name, moved, deadline)
-                    with contextlib.suppress(OSError):
-                        os.rmdir(name, dir_fd=root)
+                    sub = sub or name
                 else:
                     with contextlib.suppress(OSError):
-                        os.unlink(name, dir_fd=root)
-        return not _entries(root)
+                        os.unlink(name, dir_fd=fd)
+            if sub is not None:
+                with contextlib.suppress(OSError):
+                    os.chmod(sub, 0o700, dir_fd=fd)
+                try:
+                    child = os.open(sub, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+                except OSError:
+                    return False
+                os.close(fd)
+                fd = child
+                names.append(sub)
+                continue
+            if _entries(fd, 1):
+                continue  # more files than one batch (or some that would not go)
+            if not names:
+                return True
+            parent = os.open("..", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = parent
+            try:
+                os.rmdir(names.pop(), dir_fd=fd)
+            except OSError:
+                return False
+        return False
     finally:
-        os.close(root)
+        os.close(fd)
 
 
 def _entries(fd: int, limit: int = 4096) -> list[tuple[str, bool]]:
     os.lseek(fd, 0, os.SEEK_SET)
     with os.scandir(fd) as it:
         return [(e.name, e.is_dir(follow_symlinks=False)) for e in itertools.islice(it, limit)]
-
-
-def _drain(root: int, name: str, moved: itertools.count, deadline: float) -> None:
-    """Unlink the files of ``root/name`` and move its subdirectories up into ``root``."""
-    with contextlib.suppress(OSError):
-        os.chmod(name, 0o700, dir_fd=root)
-    try:
-        fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=root)
-    except OSError:
-        return
-    try:
-        while time.monotonic() < deadline:
-            batch = _entries(fd)
-            if not batch:
-                return
-            progress = False
-            for sub, is_dir in batch:
-                try:
-                    if is_dir:
-                        os.chmod(sub, 0o700, dir_fd=fd)
-                        os.rename(sub, f".wipe-{next(moved)}", src_dir_fd=fd, dst_dir_fd=root)
-                    else:
-                        os.unlink(sub, dir_fd=fd)
-                    progress = True
-                except OSError:
-                    continue
-            if not progress:
-                return
-    finally:
-        os.close(fd)
 
 
 def _capped(data: bytearray, total: int, cap_chars: int) -> str:
