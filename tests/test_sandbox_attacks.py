@@ -347,8 +347,28 @@ def test_catalogue_size() -> None:
     assert len(ATTACKS) >= 70 and len(STATE) >= 15
 
 
+# Attacks a backend does not meet the way bubblewrap does, with why (never skipped silently).
+NOT_UNDER: dict[str, dict[str, str]] = {
+    "landlock": {
+        "etc_listing": "stricter: Landlock makes /etc unlistable (bwrap shows its two files)",
+        "root_home": "stricter: Landlock makes /root unlistable (bwrap shows .pyenv)",
+        "killpg_parent": "contained differently: the parent's group is outside the worker's "
+        "pid namespace, getpgid() gives 0 and killpg(0) kills only the child itself",
+        "pid_counter": "NOT stopped: no per-call pid namespace under Landlock (it forbids "
+        "mounts), so pids grow across calls and episodes of one worker",
+    },
+}
+
+
+def skip_not_under(backend: str, name: str) -> None:
+    reason = NOT_UNDER.get(backend, {}).get(name)
+    if reason is not None:
+        pytest.skip(f"{backend}: {reason}")
+
+
 @pytest.mark.parametrize("name", sorted(ATTACKS))
-def test_attack_contained(env: Env, name: str) -> None:
+def test_attack_contained(env: Env, backend: str, name: str) -> None:
+    skip_not_under(backend, name)
     template, check = ATTACKS[name]
     code = template.format(
         secret=str(env.secret),
@@ -514,7 +534,8 @@ STATE: dict[str, tuple[str, str, str]] = {
 
 
 @pytest.mark.parametrize("name", sorted(STATE))
-def test_state_does_not_cross_calls_or_episodes(env: Env, name: str) -> None:
+def test_state_does_not_cross_calls_or_episodes(env: Env, backend: str, name: str) -> None:
+    skip_not_under(backend, name)
     attack, probe, expected = STATE[name]
     env.sb.run(attack, str(env.repo))
     worker = env.sb._proc

@@ -49,6 +49,7 @@ RULES_MODULE = Path(__file__).with_name("landlock_rules.py")
 SYSTEM_RX = ("/usr", "/lib", "/lib32", "/lib64", "/libx32")
 SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/localtime", "/etc/mime.types")  # mime: openpyxl
 DEVICES = (("/dev/null", "dev"), ("/dev/zero", "ro"), ("/dev/urandom", "ro"), ("/dev/random", "ro"))
+VIEW_AT = "/mnt"  # where the worker's mount namespace shows the repository (as bwrap's /data)
 _PROBE: dict[str, dict[str, Any]] = {}
 
 
@@ -153,6 +154,8 @@ class LandlockSandbox(LocalSandbox):
             "module": str(RULES_MODULE),
             "rules": rules_for(files_dir, scratch),
             "scratch": scratch,
+            "view": files_dir,
+            "view_at": VIEW_AT if os.path.isdir(VIEW_AT) and not os.path.islink(VIEW_AT) else None,
             "scratch_mb": max(4 * self.limits.file_size_mb, 64),
             "namespaces": self.namespaces,
         }

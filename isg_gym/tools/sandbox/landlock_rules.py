@@ -80,7 +80,8 @@ NAMESPACES = {
     "uts": CLONE_NEWUTS,
     "mount": CLONE_NEWNS,
 }
-MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 1 << 14, 1 << 18
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND = 1, 2, 4, 8, 32, 4096
+MS_REC, MS_PRIVATE = 1 << 14, 1 << 18
 PR_SET_PDEATHSIG = 1
 PR_SET_NO_NEW_PRIVS = 38
 
@@ -270,22 +271,59 @@ def confine(cfg: dict[str, Any]) -> dict[str, Any]:
             report["namespaces"] = sorted(NAMESPACES)
         except OSError as exc:
             report["namespaces_problem"] = str(exc)
+    rules = [(str(p), str(k)) for p, k in cfg["rules"]]
     if report["namespaces"]:
         try:
-            _mount("none", "/", None, MS_REC | MS_PRIVATE, None)
-            size = int(cfg.get("scratch_mb", 64))
-            _mount("tmpfs", cfg["scratch"], "tmpfs", MS_NOSUID | MS_NODEV, f"size={size}m,mode=700")
+            moved = private_paths(cfg)
+            rules = [(moved.get(p, p), k) for p, k in rules]
             report["scratch_tmpfs"] = True
+            if cover("/dev/shm"):
+                rules.append(("/dev/shm", "ro"))  # listable and empty, as under bubblewrap
+            cover("/proc")  # last: the maps above were written through it
+            report["cfg"] = {"data_dir": moved.get(cfg["view"], cfg["view"]),
+                             "scratch": moved[cfg["scratch"]]}  # fmt: skip
         except OSError as exc:
-            report["namespaces_problem"] = f"scratch tmpfs: {exc}"
+            report["namespaces_problem"] = f"private mounts: {exc}"
         try:
             name = b"sandbox"
             _check(_LIBC.sethostname(name, ctypes.c_size_t(len(name))), "sethostname")
         except OSError as exc:  # pragma: no cover
             report["namespaces_problem"] = f"hostname: {exc}"
         drop_capabilities()
-    report.update(restrict([(str(p), str(k)) for p, k in cfg["rules"]]))
+    report.update(restrict(rules))
     return report
+
+
+def private_paths(cfg: dict[str, Any]) -> dict[str, str]:
+    """In the worker's own mount namespace: the repository view bound read-only at
+    ``cfg["view_at"]`` (an existing empty host directory such as ``/mnt``, hidden by the bind)
+    and a size-capped tmpfs at ``/tmp`` as scratch (hiding host ``/tmp``). Returns the host
+    paths that moved: {host view: view_at, host scratch: "/tmp"}."""
+    view, scratch, view_at = cfg["view"], cfg["scratch"], cfg.get("view_at")
+    size = int(cfg.get("scratch_mb", 64))
+    tmpfs = f"size={size}m,mode=1777"
+    _mount("none", "/", None, MS_REC | MS_PRIVATE, None)
+    if not view_at:  # no place for the view: tmpfs on the host scratch path, nothing moves
+        _mount("tmpfs", scratch, "tmpfs", MS_NOSUID | MS_NODEV, tmpfs)
+        return {scratch: scratch}
+    fd = os.open(view, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)  # before /tmp hides it
+    try:
+        _mount(f"/proc/self/fd/{fd}", view_at, None, MS_BIND | MS_REC, None)
+    finally:
+        os.close(fd)
+    _mount("none", view_at, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
+    _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, tmpfs)
+    return {view: view_at, scratch: "/tmp"}
+
+
+def cover(path: str) -> bool:
+    """Hide ``path`` (the host's ``/dev/shm``, ``/proc``) under an empty read-only tmpfs in the
+    worker's mount namespace: not even ``stat`` sees host processes or shared memory."""
+    if not os.path.isdir(path):
+        return False
+    flags = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC
+    _mount("tmpfs", path, "tmpfs", flags, "size=4k,nr_inodes=1,mode=555")
+    return True
 
 
 def probe() -> dict[str, Any]:
