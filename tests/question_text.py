@@ -406,12 +406,14 @@ def _group_comparison(r: Reader) -> tuple[dict[str, Any], int | None]:
         if sub["var"] is None:
             raise r.fail(f"grouping by an unknown path variable {sub['label']!r}")
         group_kind, group_by = "path", sub["var"].name
+        prefix = STYLE_PREFIX[r.spec.layout.style].format(s=sub["var"].short)
     else:
-        group_kind, group_by = "column", by_column.pop()
+        group_kind, group_by, prefix = "column", by_column.pop(), None
     column = r.need(r'\b(?:mean|average) (?:of )?"([^"]+)"', "target column")
     direction = r.need(r"\b(highest|lowest)\b", "direction")
     desc = {**r.scope(), "column": column, "group_by": group_by, "group_kind": group_kind,
-            "direction": direction, "row_conditions": r.row_conditions()}  # fmt: skip
+            "direction": direction, "row_conditions": r.row_conditions(),
+            "_answer_prefix": prefix}  # fmt: skip
     return desc, r.sig_figs(required=False)
 
 

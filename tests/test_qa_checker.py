@@ -198,3 +198,77 @@ def test_differences_compare_numbers_exactly_and_name_the_key():
 def test_kinds_are_reported_in_the_summary(reports):
     table = summary(reports[:3])
     assert all(k in table for k in KINDS)
+
+
+# --- the grammar, on crafted texts (seed 0: path variables "protection product" (product),
+# "trial number" (trial), "collection date" (date), style name=value) ---------------------------
+
+
+def _crafted(qtype: str, text: str):
+    repo = Repository.from_seed(0)
+    served = Served(repo)
+    q = next(q for q in generate_questions(repo, 40) if q.type == qtype)
+    return served, dataclasses.replace(q, text=text)
+
+
+def test_the_grammar_of_conditions():
+    served, q = _crafted(
+        "univariate_statistic",
+        'Across the data files where protection product (path component "product") is one of '
+        'product=untreated or tankmix and trial number (path component "trial") is at least 3 '
+        'and collection date (path component "date") is 01-16, using only rows where '
+        '"resistance_status" is not "susceptible" and "mean_temp" is between -2.5 and 30 '
+        '(inclusive) and "leaf_wetness" is one of 1, 2.5 or 3, what is the standard deviation '
+        '(sample, n - 1 denominator) of "mean_temp"? Give the answer to 3 significant figures.',
+    )
+    desc, sig = parse(q, served.spec)
+    assert sig == 3 and desc["statistic"] == "std" and desc["column"] == "mean_temp"
+    assert desc["path_conditions"] == [
+        {"variable": "product", "op": "is_one_of", "value": ["untreated", "tankmix"]},
+        {"variable": "trial_number", "op": "ge", "value": 3.0},
+        {"variable": "collection_date", "op": "is", "value": "01-16"},
+    ]
+    assert desc["row_conditions"] == [
+        {"column": "resistance_status", "op": "ne", "value": "susceptible", "high": None},
+        {"column": "mean_temp", "op": "between", "value": -2.5, "high": 30.0},
+        {"column": "leaf_wetness", "op": "in", "value": [1.0, 2.5, 3.0], "high": None},
+    ]
+
+
+def test_an_unknown_path_variable_is_read_by_its_label_and_short_name():
+    served, q = _crafted(
+        "count_files",
+        "How many data files (not counting README.md) are there where annual PM2.5 exposure "
+        '(path component "pm25") is 5 and trial number (path component "trial") is less than 4?',
+    )
+    desc, _ = parse(q, served.spec)
+    assert desc["path_conditions"] == [
+        {"variable": None, "label": "annual PM2.5 exposure", "short": "pm25", "op": "is",
+         "value": "5"},
+        {"variable": "trial_number", "op": "lt", "value": 4.0},
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "qtype, text, complaint",
+    [
+        ("univariate_statistic", 'What is the mean of "mean_temp" in the file `x.csv` and across '
+         "all data files? Give the answer to 3 significant figures.", "exactly one scope"),
+        ("univariate_statistic", 'What is the standard deviation of "mean_temp" across all data '
+         "files? Give the answer to 3 significant figures.", "statistic phrase"),
+        ("univariate_statistic", 'What is the mean of "mean_temp" across all data files?',
+         "significant figures"),
+        ("univariate_statistic", 'What is the mean of "mean_temp" across all data files, using '
+         'only rows where "leaf_wetness" is roughly 3? Give it to 3 significant figures.',
+         "unreadable row condition"),
+        ("univariate_statistic", 'What is the mean of "mean_temp" across the data files where '
+         'trial number (path component "trial") is about 3? Give it to 3 significant figures.',
+         "unparsed text after the path conditions"),
+        ("hypothesis_test", 'Is there a significant Pearson correlation between "a" and "b" '
+         "across all data files? Answer yes or no.", "test method"),
+    ],
+)  # fmt: skip
+def test_unreadable_pieces_raise_naming_what(qtype, text, complaint):
+    served, q = _crafted(qtype, text)
+    with pytest.raises(CheckError, match=complaint):
+        parse(q, served.spec)
