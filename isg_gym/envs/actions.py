@@ -117,7 +117,7 @@ def check_json_value(
     Iterative, and stops at the first problem, so a value nested 100,000 deep or holding
     300,000 items costs at most about ``max_chars`` steps. Accepted: None, bool, int, float,
     str, and lists / tuples / dicts with string keys of those, at most ``max_depth`` levels deep
-    and about ``max_chars`` characters of JSON in all.
+    and about ``max_chars`` characters of JSON in all; integers of at most 256 bits.
     """
     stack: list[tuple[Any, bool]] = [(iter((value,)), False)]  # (iterator, over dict items)
     size = 0
@@ -135,6 +135,8 @@ def check_json_value(
         if item is None or isinstance(item, bool):
             size += 5
         elif isinstance(item, int):
+            if item.bit_length() > 256:
+                return f"an integer is too large ({item.bit_length()} bits; at most 256)"
             size += 2 + item.bit_length() // 3
         elif isinstance(item, float):
             size += 24

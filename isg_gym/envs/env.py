@@ -562,7 +562,7 @@ class ISGEnv(gym.Env[str, Any]):
         except ToolError as exc:
             return safe_text(f"[{label}] error: {_cap(str(exc), errors)}"), True
         except Exception as exc:  # a bug in a tool must not end the episode or the run
-            _log.exception("tool %s failed on %r", label, call.arguments)
+            _log.exception("tool %s failed on %s", label, describe_action(call.arguments, 500))
             return f"[{label}] error: internal error in the tool ({type(exc).__name__})", True
         # The tools cap their own output with an exact note; _cap here is only a safety net.
         return safe_text(f"[{label}]\n{_cap(out, self.max_output_chars)}"), False

@@ -104,8 +104,12 @@ def _question_text(info: dict[str, Any]) -> str | None:
     return None
 
 
-class RecordFileError(ValueError):
-    """A record file that cannot be read: the message names the file, the line and the fault."""
+class RecordFileError(ValueError, OSError):
+    """A record file that cannot be read: the message names the file, the line and the fault.
+
+    An :class:`OSError` (like :class:`gzip.BadGzipFile`), so that the ``isg`` commands report it
+    as one line with exit status 2, and a :class:`ValueError` for callers that catch that.
+    """
 
 
 # Fields a record must have, and the types each may take (None: the field may be null).

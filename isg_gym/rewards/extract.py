@@ -7,7 +7,9 @@ Accepted forms (the one that starts last in the text wins when several occur):
 - a LaTeX ``\\boxed{...}`` (or ``\\fbox{...}``) expression, matched by brace counting so that
   ``\\boxed{\\frac{1}{2}}`` works;
 - otherwise the whole reply as a plain value (a bare JSON scalar such as ``12`` or ``true`` is
-  read as that value; ``null`` is no answer).
+  read as that value; ``null`` is no answer);
+- except that a short plain sentence that states one number is read as that number
+  (:func:`stated_number`): "The minimum is 19.30 g." gives ``19.30``.
 
 The extracted value is cleaned: surrounding whitespace, quotes, backticks, markdown bold,
 ``$...$`` and a trailing period are stripped, and ``\\text{...}`` wrapping the whole value is
@@ -20,10 +22,16 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
 
 Form = Literal["json", "boxed", "plain"]
 
+# A written number (as :func:`isg_gym.rewards.normalise.parse_number` reads it), not inside a word.
+_NUM = (
+    r"(?<![\w.])[+-]?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)(?:[eE][+-]?\d+)?"
+    r"(?![.,]?\d)"
+)
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _FENCE = re.compile(r"^```[\w+-]*\s*\n?(.*?)\n?\s*```$", re.DOTALL)
 _LATEX_WRAP = re.compile(r"^\\(?:text|textrm|textbf|mathrm|mathbf|operatorname)\s*\{(.*)\}$", re.S)
@@ -72,10 +80,64 @@ def extract(text: str) -> Extraction:
         _, value, form = max(candidates, key=lambda c: c[0])
         return _finish(value, form)
     form: Form | None = None if _BOXED.search(stripped) else "plain"
-    return Extraction(clean(stripped), form)
+    value = clean(stripped)
+    if form == "plain" and value is not None:
+        number = stated_number(value)
+        if number is not None:
+            return Extraction(number, "plain")
+    return Extraction(value, form)
 
 
 _FAIL = object()
+
+MAX_SENTENCE_CHARS = 200
+_CUE = (
+    r"(?:(?<![^\s])(?:is|was|are|were|equals|equal\s+to|=|\u2248)|:)"
+    r"\s+(?:(?:approximately|approx\.|about|around|roughly|exactly|~)\s*)?"
+)
+_STATED = re.compile(rf"{_CUE}({_NUM})", re.IGNORECASE)
+_HEDGED = re.compile(  # after a stated number (and up to three unit words): not one value
+    r"\s*(?:[^\W\d_]+\s+){0,3}?(?:%|percent\b|\u00b1|\+/-"
+    r"|[-\u2013\u2014/,;]\s*[+-]?\.?\d"
+    r"|\(?(?:or|to|and|plus|minus|times|x|vs\.?|versus)\s*[+-]?\.?\d"
+    r"|\(?or\s+(?:more|less|fewer|so|above|below|higher|lower)\b)",
+    re.IGNORECASE,
+)
+
+
+def stated_number(text: str) -> str | None:
+    """The number a short plain-text answer states, or None.
+
+    The rule (deliberately narrow, so that prose listing candidates is never graded by luck):
+    the text is at most :data:`MAX_SENTENCE_CHARS` characters; a number is *stated* when it
+    follows a copula or an equals sign ("is", "was", "are", "were", "equals", "equal to",
+    "=", "≈", or a colon; optionally then "approximately", "about", ...), e.g. "The minimum is
+    19.30 g." or "Answer: 12". Exactly one distinct value must be stated, and no stated number
+    may be hedged (followed, after at most three unit words, by "%", "±", a range "-"/"to",
+    a list ", 2", "or"/"and" and another number, or "or more"/"or so"). Numbers that are not
+    stated (file names, a campaign number, "at 37 C") are ignored. The number is returned as
+    written. Answers in JSON or ``\\boxed{}`` never reach this rule.
+    """
+    text = text.replace("\u2212", "-")
+    if len(text) > MAX_SENTENCE_CHARS:
+        return None
+    stated: dict[str, str] = {}
+    for match in _STATED.finditer(text):
+        written = match.group(1)
+        if _HEDGED.match(text, match.end(1)):
+            return None
+        stated.setdefault(_value_key(written), written)
+    if len(stated) != 1:
+        return None
+    return next(iter(stated.values()))
+
+
+def _value_key(written: str) -> str:
+    """Equal numbers written differently ("19.3", "19.30") share a key."""
+    try:
+        return str(Decimal(written.replace(",", "")).normalize())
+    except InvalidOperation:
+        return written
 
 
 def _loads(text: str) -> Any:
@@ -148,9 +210,9 @@ def _json_objects(text: str) -> list[tuple[int, Any, Form]]:
     """JSON objects with an ``"answer"`` key embedded in ``text``, with their start positions.
 
     Decoding is tried only at a ``{`` that opens an object with a string key before the last
-    ``"answer"`` key of the text, and at most :data:`_MAX_JSON_TRIES` tries that find nothing are made
-    (undecodable, or objects without the key), so that hostile text (a megabyte of ``{"``)
-    costs linear time.
+    ``"answer"`` key of the text, and at most :data:`_MAX_JSON_TRIES` tries that find nothing
+    (undecodable, or objects without the key) are made, so that hostile text (a megabyte of
+    ``{"``) costs linear time.
     """
     found: list[tuple[int, Any, Form]] = []
     last_key = text.rfind('"answer"')

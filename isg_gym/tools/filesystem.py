@@ -40,6 +40,11 @@ def _display(path: str) -> str:
     return "/" + path
 
 
+def _number(value: int) -> str:
+    """An integer for a message (a huge one by its size: str() refuses over 4,300 digits)."""
+    return str(value) if abs(value) < 10**30 else f"an integer of {value.bit_length()} bits"
+
+
 def existing_files(repo: Repository, paths: Iterable[object]) -> list[str]:
     """The sorted distinct ``paths`` that are files of ``repo`` (a failed open of a missing or
     invalid path, as a sandbox's audit hook reports it, is not a read)."""
@@ -76,7 +81,7 @@ def list_directory(
             raise ToolError(f"{_display(root)} is a file, not a directory; use read_text_file")
         raise ToolError(f"no directory {_display(root)}; list '/' to see what exists")
     if not 1 <= depth <= MAX_DEPTH:
-        raise ToolError(f"depth must be between 1 and {MAX_DEPTH}, got {depth}")
+        raise ToolError(f"depth must be between 1 and {MAX_DEPTH}, got {_number(depth)}")
     matched: list[str] = []
 
     def walk(rel_dir: str, level: int) -> None:
@@ -146,7 +151,7 @@ def read_text_file(
         raise ToolError("give `head` or `tail`, not both")
     for name, value in (("head", head), ("tail", tail)):
         if value is not None and value < 0:
-            raise ToolError(f"`{name}` must be a non-negative integer, got {value}")
+            raise ToolError(f"`{name}` must be a non-negative integer, got {_number(value)}")
     text = repo.read_text(target)
     lines = text.splitlines(keepends=True)
     first, last = 0, len(lines)
