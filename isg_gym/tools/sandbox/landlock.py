@@ -14,14 +14,17 @@ itself and every child it will fork:
   site directories). ABI 4 denies every TCP bind and connect; ABI 6 scopes abstract unix
   sockets and signals to the sandbox.
 - Where unprivileged user namespaces are allowed: new user, network, IPC, PID, UTS and mount
-  namespaces (no network at all, no SysV/POSIX IPC shared with the host, no host PIDs), a
-  size-capped tmpfs as scratch, no capabilities. Where they are refused the worker still runs
-  (Landlock, seccomp, rlimits) and :meth:`LandlockSandbox.description` says what is missing.
-- The children get the worker's usual rlimits and seccomp filter.
-
-Unlike bubblewrap, paths are not hidden: the repository is at its host path (the working
-directory), scratch is not ``/tmp`` (``tempfile`` and ``TMPDIR`` point at it) and ``stat`` of
-host paths still works (Landlock controls opening, not looking up).
+  namespaces (no network at all, no host PIDs, no capabilities); in its mount namespace the
+  worker sees the repository view read-only at ``/mnt`` (the working directory, like bwrap's
+  ``/data``), a size-capped tmpfs at ``/tmp`` as scratch, and empty read-only ``/proc`` and
+  ``/dev/shm``. Where they are refused the worker still runs (Landlock, seccomp, rlimits) at
+  the host paths of the view and of its scratch (``TMPDIR``), with ``stat`` of host paths still
+  possible (Landlock controls opening, not looking up), and
+  :meth:`LandlockSandbox.description` says what is missing.
+- The children get the worker's usual rlimits and seccomp filter. Landlock forbids mounts, so
+  there are no per-call namespaces: the pid counter grows across calls of one worker.
+- When the env runs as root the worker is uid 0 mapped to host uid 0 in its user namespace,
+  with every capability dropped (Landlock confines root too).
 """
 
 from __future__ import annotations

@@ -5,9 +5,10 @@ this file by path and calls :func:`confine` before it imports anything else. ``c
 
 1. where unprivileged user namespaces are allowed, moves the worker into new user, network, IPC,
    PID, UTS and mount namespaces (the worker becomes PID 1 of its namespace; the process that
-   started it only waits), mounts a size-capped tmpfs on the scratch directory, sets the host
-   name to ``sandbox`` and drops every capability; where they are refused it goes on without
-   (and says so in the returned report);
+   started it only waits), binds the repository view read-only at ``view_at``, mounts a
+   size-capped tmpfs at ``/tmp`` as scratch, covers ``/proc`` and ``/dev/shm`` with empty
+   read-only tmpfs, sets the host name to ``sandbox`` and drops every capability; where they
+   are refused it goes on without (and says so in the returned report);
 2. restricts the filesystem with Landlock (inherited by every child, irreversible) to the rules
    the host computed: read+execute the Python installation and system libraries, read-only the
    repository view, read-write the scratch directory, nothing else; with the highest ABI the
