@@ -162,8 +162,8 @@ class Served:
         present = self.values[cond["variable"]]
         if cond["op"] == "is":
             return cond["value"] not in present
-        if cond["op"] == "is_one_of":
-            return not any(v in present for v in cond["value"])
+        if cond["op"] == "is_one_of":  # v2: a path value it names does not exist
+            return not all(v in present for v in cond["value"])
         return False
 
     def matching(self, conds: list[dict[str, Any]]) -> list[str]:
@@ -194,6 +194,10 @@ class Served:
         if any(present) and not all(present):
             raise CheckError(f"column {column!r} is served in some files of the scope only")
         return all(present)
+
+    def recorded(self, files: list[str], columns: list[str]) -> bool:
+        """Every one of ``columns`` (targets and filter columns) is recorded in the scope."""
+        return all(self.has_column(files, c) for c in columns)
 
     def is_numeric(self, files: list[str], column: str) -> bool:
         """Numeric dtype in every file where the column holds any value."""
@@ -370,7 +374,7 @@ def _univariate(s: Served, d: dict[str, Any]) -> Recomputed:
     if reasons:
         return unanswerable(*reasons)
     col, stat = d["column"], d["statistic"]
-    if not s.has_column(files, col):
+    if not s.recorded(files, [col, *_filter_columns(d)]):
         return unanswerable("unrecorded_variable")
     df = s.gather(files, [col, *_filter_columns(d)])
     numeric = _numeric(s, files, col)
@@ -417,7 +421,7 @@ def _pairs(s: Served, d: dict[str, Any], x: str, y: str) -> tuple[list[str], Any
     files, reasons = s.scope(d)
     if reasons:
         return files, unanswerable(*reasons)
-    if not (s.has_column(files, x) and s.has_column(files, y)):
+    if not s.recorded(files, [x, y, *_filter_columns(d)]):
         return files, unanswerable("unrecorded_variable")
     df = s.gather(files, [x, y, *_filter_columns(d)])
     sub = df[row_mask(df, d.get("row_conditions", []))]
@@ -491,7 +495,7 @@ def _welch(s: Served, d: dict[str, Any]) -> Recomputed:
     if reasons:
         return unanswerable(*reasons)
     col, group = d["column"], d["group_column"]
-    if not (s.has_column(files, col) and s.has_column(files, group)):
+    if not s.recorded(files, [col, group, *_filter_columns(d)]):
         return unanswerable("unrecorded_variable")
     if s.is_numeric(files, group):
         raise CheckError(f"welch_t grouped by the numeric column {group!r}")
@@ -545,7 +549,7 @@ def _group_comparison(s: Served, d: dict[str, Any]) -> Recomputed:
     if reasons:
         return unanswerable(*reasons)
     col, by, kind = d["column"], d["group_by"], d["group_kind"]
-    if not s.has_column(files, col):
+    if not s.recorded(files, [col, *_filter_columns(d)]):
         return unanswerable("unrecorded_variable")
     if kind == "path":
         if by not in s.values:
