@@ -266,3 +266,42 @@ def test_worker_runs_unprivileged_in_its_own_namespaces(sb, repo: Path) -> None:
         pytest.skip(f"no per-call namespaces here: {sb.worker_info.get('call_namespaces_problem')}")
     res = run(sb, "import os\n(os.getuid(), os.getgid(), os.getpid())", repo)
     assert res.value == "(65534, 65534, 1)", res
+
+
+def test_an_installed_copy_of_isg_gym_is_hidden(
+    repo: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A regular (non-editable) install puts isg_gym's source in site-packages, next to numpy:
+    with it, model code could rebuild any repository and its answers. Its files, metadata and
+    hooks are hidden from model code, while the libraries beside them stay importable."""
+    import isg_gym.tools.sandbox as sandbox
+
+    site = Path("/var/tmp") / tmp_path_factory.mktemp("site").name  # not under the /tmp scratch
+    site.mkdir(parents=True, exist_ok=True)
+    try:
+        (site / "isg_gym").mkdir()
+        (site / "isg_gym" / "__init__.py").write_text("SECRET = 'answer key'\n")
+        (site / "isg_gym-0.1.0.dist-info").mkdir()
+        (site / "isg_gym-0.1.0.dist-info" / "RECORD").write_text("isg_gym/__init__.py\n")
+        (site / "isg_gym.pth").write_text(str(site) + "\n")
+        (site / "other_lib.py").write_text("VALUE = 7\n")
+        real = sandbox._site_paths
+        monkeypatch.setattr(sandbox, "_site_paths", lambda: [*real(), str(site)])
+        with get_sandbox("bwrap", SandboxLimits(wall_seconds=20)) as sb:
+            res = sb.run(
+                "import os, sys\n"
+                f"sys.path.append({str(site)!r})\n"
+                "import other_lib\n"
+                f"print(sorted(os.listdir({str(site / 'isg_gym')!r})), other_lib.VALUE)\n"
+                "try:\n    import isg_gym\n    print('IMPORTED', isg_gym.SECRET)\n"
+                "except ImportError:\n    print('no isg_gym')\n"
+                "try:\n"
+                f"    print(repr(open({str(site / 'isg_gym.pth')!r}).read()))\n"
+                "except OSError as exc:\n    print(type(exc).__name__)",
+                repo,
+            )
+        assert res.error is None, res.error
+        lines = res.stdout.splitlines()
+        assert lines[:2] == ["[] 7", "no isg_gym"] and lines[2] in ("''", "PermissionError")
+    finally:
+        subprocess.run(["rm", "-rf", str(site)], check=False)

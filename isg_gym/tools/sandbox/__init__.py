@@ -575,6 +575,21 @@ def _empty(directory: str) -> None:
         raise SandboxError(f"could not empty the sandbox view {directory}")
 
 
+OWN_PACKAGE_PATTERNS = ("isg_gym", "isg_gym-*", "isg_gym.*", "isg_gym_*", "__editable__*isg_gym*",
+                        "*isg_gym*.pth", "*isg_gym*.egg-link", "isg-gym*")  # fmt: skip
+
+
+def own_package_entries(site: Path) -> list[Path]:
+    """isg_gym's entries in a site directory: an installed copy of the package (its source
+    would let model code rebuild any repository's answers), its metadata, and the hooks of an
+    editable install that point at a checkout. The sandboxes hide every one of them."""
+    found: dict[Path, None] = {}
+    for pattern in OWN_PACKAGE_PATTERNS:
+        for entry in sorted(site.glob(pattern)):
+            found[entry] = None
+    return list(found)
+
+
 def site_mounts() -> list[tuple[str, str]]:
     """(host path, path inside the sandbox) of each site directory.
 
@@ -622,7 +637,7 @@ def bwrap_args(
     scratch_bytes = max(4 * limits.file_size_mb, 64) * 1024 * 1024
     args += ["--size", str(scratch_bytes), "--tmpfs", SCRATCH_DIR]
     mounted = ["/usr"]
-    masked: dict[str, None] = {}  # editable-install hooks pointing at a checkout (ordered set)
+    masked: dict[str, bool] = {}  # isg_gym's installed files and hooks -> is a directory
     install = {sys.base_prefix, sys.prefix, os.path.dirname(os.path.dirname(_python()))}
     for path in sorted(os.path.realpath(p) for p in install):
         if (
@@ -632,16 +647,20 @@ def bwrap_args(
         ):
             args += ["--ro-bind", path, path]
             mounted.append(path)
-            for hook in Path(path).glob("lib/python3*/site-packages/__editable__*isg_gym*"):
-                masked[str(hook)] = None
+            for site in Path(path).glob("lib/python3*/*-packages"):
+                for entry in own_package_entries(site):
+                    masked[str(entry)] = entry.is_dir()
     for host, inside in site_mounts():
         if inside != host or not any(_under(host, m) for m in mounted):
             args += ["--ro-bind", host, inside]
             mounted.append(inside)
-        for entry in Path(host).glob("__editable__*isg_gym*"):
-            masked[f"{inside}/{entry.name}"] = None
-    for hook in masked:
-        args += ["--ro-bind", "/dev/null", hook]
+        for entry in own_package_entries(Path(host)):
+            masked[f"{inside}/{entry.name}"] = entry.is_dir()
+    for hidden, is_dir in masked.items():
+        if is_dir:  # an installed copy of the package: an empty read-only directory instead
+            args += ["--tmpfs", hidden, "--remount-ro", hidden]
+        else:
+            args += ["--ro-bind", "/dev/null", hidden]
     args += ["--dev", "/dev", "--remount-ro", "/dev", "--dir", "/sandbox"]
     if userns:
         args += ["--proc", _PROC_IN_SANDBOX]
