@@ -36,7 +36,7 @@ class Args:
     per_repository: int = 5
     concurrency: str = "1,2"
     switches: int = 20
-    sandbox: str = "bwrap"
+    sandbox: str = "auto"
 
 
 def parse_args() -> Args:

@@ -29,7 +29,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--start-repository", type=int, default=0, help="first repository seed")
     p.add_argument("--per-repository", type=int, default=5, help="questions per repository")
     p.add_argument("--concurrency", type=int, default=4, help="envs played at once")
-    p.add_argument("--sandbox", default="bwrap", help='run_python_code backend ("bwrap", "none")')
+    p.add_argument("--sandbox", default="auto",
+                   help='run_python_code backend ("auto", "bwrap", "landlock", "none")')
     p.add_argument("--out", default=None, help="output directory (default: a temporary one)")
     p.add_argument("--verbose", action="store_true", help="print every episode")
     return p.parse_args(argv)

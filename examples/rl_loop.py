@@ -164,7 +164,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--num-envs", type=int, default=1, help=">1: a SyncVectorEnv")
     parser.add_argument("--policy", choices=sorted(POLICIES), default="random")
     parser.add_argument("--max-steps", type=int, default=6, help="the env's step budget")
-    parser.add_argument("--sandbox", default="bwrap", help="Python sandbox backend")
+    parser.add_argument("--sandbox", default="auto", help="Python sandbox backend")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, help="write the trajectories here as JSONL")
     return parser.parse_args(argv)

@@ -48,8 +48,8 @@ class Args:
     """env step budget per episode (one step per tool call); the agent's turns too"""
     python_session: str = "fresh"
     """run_python_code state: "fresh" or "persistent" (code blocks see earlier variables)"""
-    sandbox: str = "bwrap"
-    """sandbox backend of run_python_code ("bwrap" or "none")"""
+    sandbox: str = "auto"
+    """sandbox backend of run_python_code ("auto", "bwrap", "landlock" or "none")"""
     temperature: float = 0.0
     """sampling temperature (backend openai)"""
     max_tokens: int = 2048

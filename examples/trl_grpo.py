@@ -38,7 +38,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--num-generations", type=int, default=4, help="rollouts per question")
     parser.add_argument("--max-completion-length", type=int, default=2048)
     parser.add_argument("--learning-rate", type=float, default=1e-6)
-    parser.add_argument("--sandbox", default="bwrap", help="Python sandbox backend")
+    parser.add_argument("--sandbox", default="auto", help="Python sandbox backend")
     parser.add_argument("--use-vllm", action="store_true", help="generate with vLLM (colocate)")
     parser.add_argument("--output-dir", default="runs/isg-grpo")
     parser.add_argument("--seed", type=int, default=0)

@@ -35,8 +35,9 @@ def add_commands(sub: Any) -> None:
                    help="skip the episodes already in DIR/episodes.jsonl")  # fmt: skip
     s.add_argument("--max-steps", type=int, default=20, metavar="N",
                    help="env steps per episode (default 20)")  # fmt: skip
-    s.add_argument("--sandbox", default="bwrap", choices=("bwrap", "none"),
-                   help="backend of run_python_code (default bwrap)")  # fmt: skip
+    s.add_argument("--sandbox", default="auto", choices=("auto", "bwrap", "landlock", "none"),
+                   help="backend of run_python_code (default auto: bwrap, else landlock; "
+                   "'none' is no isolation)")  # fmt: skip
     s.add_argument("--seed", type=int, default=0, help="seed of the random baseline")
     s.add_argument("--agent", default="tool_calling", choices=("tool_calling", "code"),
                    help="smolagents agent class (--backend smolagents)")  # fmt: skip

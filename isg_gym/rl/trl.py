@@ -9,7 +9,7 @@ docstring, and passes the instances to the reward functions as ``environments``.
 
 :class:`ISGToolEnv` wraps one :class:`~isg_gym.envs.env.ISGEnv`: its tools are the env's
 tools and :meth:`ISGToolEnv.get_reward` is the env's reward. Configure the wrapped env with
-``ISGToolEnv.configure(max_steps=20, sandbox="bwrap")`` (a subclass) or by subclassing and
+``ISGToolEnv.configure(max_steps=20, sandbox="auto")`` (a subclass) or by subclassing and
 setting ``env_kwargs``. ``configure`` lives on the metaclass, so instances do not expose it to
 TRL as a tool.
 """
