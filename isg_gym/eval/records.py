@@ -11,7 +11,7 @@ naming the file and the line.
 :class:`RecordWriter` always writes one valid JSON line per record, whatever text the model or
 its code produced: the line is ASCII (``ensure_ascii``), so lone surrogates, NUL and invalid
 bytes survive as ``\\uXXXX`` escapes and read back unchanged; values JSON cannot hold (NaN,
-infinities, objects, non-string keys, nesting too deep) are replaced by strings.
+infinities, objects, non-string keys, nesting too deep) are replaced (null, or a string).
 """
 
 from __future__ import annotations
@@ -221,9 +221,9 @@ def dumps_record(record: dict[str, Any]) -> str:
     """One JSON line (ASCII, no newline) for ``record``; never raises for its contents.
 
     Strings are kept exactly (non-ASCII, lone surrogates and NUL as ``\\uXXXX`` escapes).
-    Values JSON cannot represent are written as strings: NaN and infinities as ``"NaN"``,
-    ``"Infinity"``, ``"-Infinity"``, other objects by their type name, non-string keys by
-    their text; containers nested deeper than 64 levels become ``"..."``.
+    Values strict JSON cannot represent are replaced: NaN and infinities by null, other objects
+    by their type name (``"<bytes>"``), non-string keys by their text; containers nested deeper
+    than 64 levels become ``"..."``.
     """
     try:
         return json.dumps(record, ensure_ascii=True, allow_nan=False)
@@ -238,9 +238,7 @@ def _jsonable(value: Any, depth: int) -> Any:
     if isinstance(value, int):
         return int(value) if value.bit_length() < 4000 else f"<int of {value.bit_length()} bits>"
     if isinstance(value, float):
-        if math.isfinite(value):
-            return float(value)
-        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+        return float(value) if math.isfinite(value) else None
     if depth >= 64:
         return "..."
     if isinstance(value, dict):
