@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from isg_gym.qa.base import ABSTAIN, Question, format_answer
 from isg_gym.rewards import (
     ABSTENTIONS,
+    Extraction,
     RewardConfig,
     Score,
     extract,
@@ -20,6 +21,7 @@ from isg_gym.rewards import (
     is_abstention,
     reward,
 )
+from isg_gym.rewards.extract import clean
 from isg_gym.rewards.normalise import parse_number, token_f1
 
 TITLE = "Soil Moisture and Grain Yield Across Irrigated Wheat Plots"
@@ -632,3 +634,67 @@ def test_reward_abstention() -> None:
 def test_reward_config_is_frozen() -> None:
     with pytest.raises(AttributeError):
         RewardConfig().format = 1.0  # type: ignore[misc]
+
+
+# --- numbers stated in a plain sentence (issue 16) ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "number"),
+    [
+        ("The minimum is 19.30 g.", "19.30"),
+        ("Answer: 12", "12"),
+        ("There are 12 files.", "12"),
+        ("The mean of campaign=009.json titer is 2.6", "2.6"),  # a file name's digits ignored
+        ("The minimum is 19.30 g, measured in campaign 3.", "19.30"),
+        ("The value is approximately \u22120.53.", "-0.53"),
+        ("The mean is 19.3 and the minimum is 19.30", "19.3"),  # one value, written twice
+        ("The count is 1,234 rows", "1,234"),
+    ],
+)
+def test_a_sentence_that_states_one_number_is_read_as_it(text: str, number: str) -> None:
+    assert extract(text) == Extraction(number, "plain")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "It is 19.3 or 19.4",
+        "It is 19.3 g or 19.4 g",
+        "The mean is 19.3 and the median is 19.4",
+        "The answer is 1, 2, 3",
+        "Candidates: 19.2, 19.3, 19.4, 19.5",
+        "values: 1, 2 or 3",
+        "It is 12 (or 13)",
+        "It is 3 files or more",
+        "It is 12%",
+        "It is 3 to 4",
+        "The first date is 2024-09-15",
+        "19.2 19.3 19.4 19.5 19.6",
+        "Growth at 37 C",  # no number is stated: a title keeps its text
+        "The minimum is " + "19.30 and it is 19.31 " * 20,  # too long to be a short answer
+    ],
+)
+def test_several_or_hedged_numbers_are_not_graded_by_luck(text: str) -> None:
+    value = extract(text).value
+    assert value == clean(text)
+    gold = q("float", 19.3, sig_figs=3)
+    assert not grade(gold, text).correct
+
+
+def test_float_question_graded_from_a_sentence() -> None:
+    gold = q("float", 19.3, sig_figs=3)
+    score = grade(gold, "The minimum is 19.30 g.")
+    assert score.correct and score.parsed == 19.3
+    assert grade(q("integer", 12), "There are 12 files.").correct
+    assert not grade(gold, "The minimum is 20.1 g, not 19.3").correct  # "not 19.3" is not stated
+    assert grade(q("string", TITLE), f"The title is {TITLE}").value > 0.8  # no number: unchanged
+
+
+def test_hostile_answer_texts_extract_in_linear_time() -> None:
+    """A megabyte of unbalanced boxes or JSON openings: no quadratic scan (about a second)."""
+    n = 1 << 20
+    for text in ("\\boxed{" * (n // 7), '{"' * (n // 2), "{" * n, '{"answer": 1}' * (n // 13)):
+        extract(text)  # returns; the quadratic version ran for minutes
+    assert extract("\\boxed{" * 1000 + "\\boxed{7}").value == "7"
+    assert extract('{"a": 1} ' * 150 + '{"answer": 5}').value == "5"
