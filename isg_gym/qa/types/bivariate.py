@@ -70,7 +70,8 @@ class Roles:
     numeric: tuple[str, ...]
     categorical: tuple[str, ...]
     labels: dict[str, tuple[str, ...]]  # categorical column -> its possible labels
-    linked: frozenset[frozenset[str]]  # pairs where one column is an ancestor of the other
+    linked: frozenset[frozenset[str]]  # pairs where one column is an ancestor of the other, or
+    # both share an ancestor (a column or a path variable): the pairs that can be associated
 
     @property
     def analysable(self) -> tuple[str, ...]:
@@ -95,9 +96,10 @@ def column_roles(spec: Spec) -> Roles:
             if expr.kind == "categorical":
                 labels[col.name] = tuple(expr.labels)
     linked = set()
-    for name in parents:
-        for ancestor in _ancestors(name, parents):
-            linked.add(frozenset((name, ancestor)))
+    lineage = {c.name: _ancestors(c.name, parents) | {c.name} for c in spec.columns[2:]}
+    for a, b in permutations(lineage, 2):
+        if lineage[a] & lineage[b]:
+            linked.add(frozenset((a, b)))
     return Roles(tuple(numeric), tuple(categorical), labels, frozenset(linked))
 
 
@@ -284,8 +286,10 @@ class Candidate:
 
 def fast_gather(repo: Repository, files: tuple[str, ...], columns: list[str]) -> pd.DataFrame:
     """:func:`isg_gym.qa.scope.gather` by column arrays (the same values, one frame built)."""
-    if len(files) <= 1:
+    if not files:
         return gather(repo, files, columns)
+    if len(files) == 1:
+        return repo.table(files[0])  # every column; shared and read-only
     tables = [repo.table(f) for f in files]
     return pd.DataFrame({c: np.concatenate([t[c].to_numpy() for t in tables]) for c in columns})
 
@@ -297,7 +301,7 @@ class PairEngine:
     column that makes the question unanswerable), so that no text feature predicts it."""
 
     def __init__(self, ctx: Context, stats_allowed: tuple[str, ...], *, max_conditions: int = 2,
-                 linked_share: float = 0.5) -> None:  # fmt: skip
+                 linked_share: float = 0.5, chi_linked_only: bool = False) -> None:  # fmt: skip
         self.ctx = ctx
         self.repo = ctx.repo
         self.rng = ctx.rng
@@ -305,8 +309,10 @@ class PairEngine:
         self.sampler = ScopeSampler(ctx.repo, ctx.rng)
         self.max_conditions = max_conditions
         self.linked_share = linked_share
+        self.chi_linked_only = chi_linked_only  # offer chi-square only where a pair is linked
         self.stats = tuple(s for s in stats_allowed if self._pairs(s))
         self._data: dict[tuple[str, ...], pd.DataFrame] = {}  # gathered rows by scope files
+        self._shared: Scope | None = None
 
     # columns
 
@@ -319,7 +325,10 @@ class PairEngine:
         if stat in NUMERIC_STATS:
             return list(permutations(r.numeric, 2))
         if stat == "chi_square":
-            return [p for p in permutations(r.categorical, 2) if self._cells(p) <= MAX_CHI_CELLS]
+            pairs = [p for p in permutations(r.categorical, 2) if self._cells(p) <= MAX_CHI_CELLS]
+            if self.chi_linked_only and not any(frozenset(p) in r.linked for p in pairs):
+                return []
+            return pairs
         return list(product(r.numeric, r.categorical))
 
     def draw_pair(self, stat: str) -> Pair:
@@ -355,6 +364,16 @@ class PairEngine:
     def scope(self) -> Scope | None:
         """An answerable scope from a drawn plan (None if the plan has no answerable form)."""
         return self.sampler.realize(self.sampler.plan(), True)
+
+    def shared_scope(self) -> Scope | None:
+        """The answerable scope shared by one :meth:`unanswerable` call's makers (drawn once,
+        up to 3 plans), so that trying several reasons gathers one scope's rows."""
+        if self._shared is None:
+            for _ in range(3):
+                self._shared = self.scope()
+                if self._shared is not None:
+                    break
+        return self._shared
 
     def fill(
         self, data: pd.DataFrame, ops: tuple[tuple[str, str], ...], skip: int | None = None
@@ -417,7 +436,7 @@ class PairEngine:
                          correction, dof)  # fmt: skip
 
     def candidates(self, stat: str, k: int, tries: int, min_rows: int = MIN_PAIRS,
-                   per_scope: int = 3) -> Iterator[Candidate]:  # fmt: skip
+                   per_scope: int = 6) -> Iterator[Candidate]:  # fmt: skip
         """Answerable candidates of ``stat`` with ``k`` row conditions from up to ``tries``
         attempts (a new pair and operators each, a new scope every ``per_scope``)."""
         scope = None
@@ -440,6 +459,7 @@ class PairEngine:
             makers += [self._no_matching_rows, self._too_few_rows]
         if stat != "chi_square":
             makers.append(self._categorical)
+        self._shared = None  # one answerable scope for the makers that need one (speed)
         for i in self.rng.permutation(len(makers)):
             for _ in range(2):
                 cand = makers[int(i)](stat, k)
@@ -474,7 +494,7 @@ class PairEngine:
         """All conditions keep rows but one, filled last on the rows the others keep: it keeps
         none (no_matching_rows) or exactly one used row (too_few_rows)."""
         sk = self.skeleton(self.draw_pair(stat), k)
-        scope = self.scope()
+        scope = self.shared_scope()
         if scope is None or not sk.ops:
             return None
         data = self.gather(scope)
@@ -511,7 +531,7 @@ class PairEngine:
     def _realised(self, sk: Skeleton) -> tuple[Scope, Pair, list[RowCondition], pd.DataFrame,
                                                  np.ndarray] | None:  # fmt: skip
         """The skeleton on an answerable scope with conditions that keep rows."""
-        scope = self.scope()
+        scope = self.shared_scope()
         if scope is None:
             return None
         data = self.gather(scope)

@@ -14,7 +14,7 @@ usable row, or from its target column (categorical, or a variable never recorded
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -98,17 +98,17 @@ def path_groups(repo: Repository, files: tuple[str, ...], variable: str) -> list
 
 
 def scope_frame(repo: Repository, plan: Plan, columns: list[str]) -> pd.DataFrame:
-    """The scope's rows restricted to ``columns``, plus the group of each row in ``GROUP``."""
+    """The scope's rows restricted to ``columns``, plus the group of each row in ``GROUP``
+    (built from column arrays: one frame, not one per file)."""
     columns = list(dict.fromkeys(columns))
     if plan.group_kind == "column":
         df = gather(repo, plan.scope.files, list(dict.fromkeys([*columns, plan.group_by])))
         return df.assign(**{GROUP: df[plan.group_by]})
-    frames = []
-    for f, token in zip(
-        plan.scope.files, path_groups(repo, plan.scope.files, plan.group_by), strict=True
-    ):
-        frames.append(repo.table(f)[columns].assign(**{GROUP: token}))
-    return pd.concat(frames, ignore_index=True)
+    tables = [repo.table(f) for f in plan.scope.files]
+    tokens = path_groups(repo, plan.scope.files, plan.group_by)
+    out = {c: np.concatenate([t[c].to_numpy() for t in tables]) for c in columns}
+    out[GROUP] = np.repeat(np.array(tokens, dtype=object), [len(t) for t in tables])
+    return pd.DataFrame(out)
 
 
 def usable_rows(df: pd.DataFrame, column: str, conditions: list[RowCondition]) -> np.ndarray:
@@ -205,6 +205,8 @@ class GroupComparison(QuestionType):
         max_files: int = MAX_SCOPE_FILES
 
     def generate(self, ctx: Context, answerable: bool) -> Question | None:
+        self._frames: dict[tuple, pd.DataFrame] = {}
+        self._scopes: list[Scope] = []
         grouping = self._grouping(ctx)
         if grouping is None or not numeric_columns(ctx.repo):
             return None
@@ -281,8 +283,13 @@ class GroupComparison(QuestionType):
         return conds
 
     def _frame(self, ctx: Context, plan: Plan) -> pd.DataFrame:
-        columns = [plan.column, *filter_columns(ctx.repo, {plan.column, plan.group_by})]
-        return scope_frame(ctx.repo, plan, [c for c in columns if c in self._names(ctx)])
+        """Every groupable-and-filterable column of the scope's rows (cached per scope)."""
+        key = (plan.scope.files, plan.group_kind, plan.group_by)
+        if key not in self._frames:
+            names = self._names(ctx)
+            columns = [c for c in filter_columns(ctx.repo, set()) if c in names]
+            self._frames[key] = scope_frame(ctx.repo, replace(plan, column=columns[0]), columns)
+        return self._frames[key]
 
     @staticmethod
     def _names(ctx: Context) -> set[str]:
@@ -303,9 +310,12 @@ class GroupComparison(QuestionType):
         """An answerable scope for the grouping and ``target``, the frame and conditions that
         keep usable rows (one left unfilled, at a random position, when ``skip``)."""
         kind, group_by = grouping
-        scope = self._scope(ctx, kind, group_by, True)
-        if scope is None:
-            return None
+        if not self._scopes or ctx.rng.random() < 0.4:  # a scope serves ~2.5 draws on average
+            scope = self._scope(ctx, kind, group_by, True)
+            if scope is None:
+                return None
+            self._scopes.append(scope)
+        scope = self._scopes[-1]
         plan = Plan(scope, kind, group_by, target, ctx.choice(("highest", "lowest")))
         ops = self._ops(ctx, {target, group_by}, k)
         if skip and not ops:

@@ -97,7 +97,8 @@ class HypothesisTest(QuestionType):
     def generate(self, ctx: Context, answerable: bool) -> Question | None:
         cfg = self.config
         engine = PairEngine(
-            ctx, TESTS, max_conditions=cfg.max_row_conditions, linked_share=cfg.linked_share
+            ctx, TESTS, max_conditions=cfg.max_row_conditions, linked_share=cfg.linked_share,
+            chi_linked_only=True,  # elsewhere a chi-square test could only answer "no"
         )
         if not engine.stats:
             return None
