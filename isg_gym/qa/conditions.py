@@ -45,7 +45,7 @@ PathOp = Literal["is", "is_one_of", "gt", "lt", "ge", "le"]
 RowOp = Literal["eq", "ne", "in", "gt", "lt", "ge", "le", "between"]
 _COMPARE_WORDS = {"gt": "greater than", "lt": "less than", "ge": "at least", "le": "at most"}
 THRESHOLD_DIGITS = 3  # significant figures of every row-condition threshold
-VACUOUS_SHARE = 0.1  # share of "keep" thresholds placed past the observed range (keep all)
+VACUOUS_SHARE = 0.2  # share of "keep" thresholds placed past the observed range (keep all)
 
 
 def fmt_num(x: float, digits: int = 4) -> str:
