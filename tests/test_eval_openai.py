@@ -292,14 +292,18 @@ ENV_KWARGS = {"max_steps": 6, "sandbox": SANDBOX}
 
 @pytest.fixture(scope="module")
 def questions() -> dict[str, dict[str, Any]]:
-    """Four questions (repositories 0-3) with their prompt, gold answer and evidence."""
+    """Four answerable questions with evidence files (from repositories 0-39), with their
+    prompt, gold answer and evidence."""
     from isg_gym.eval.splits import resolve_split
 
     env = ISGEnv(privileged_info=True, sandbox="none")
     out = {}
-    for qid in resolve_split("repos:0-4"):
+    for qid in resolve_split("repos:0-40"):
         _, info = env.reset(options={"question": qid})
-        out[qid] = {"user": info["prompt"]["user"], "gold": info["answer"], "info": info}
+        if info["answerable"] and info["evidence"]:
+            out[qid] = {"user": info["prompt"]["user"], "gold": info["answer"], "info": info}
+        if len(out) == 4:
+            break
     env.close()
     return out
 

@@ -147,7 +147,8 @@ def test_isg_eval_survives_surrogates_from_a_model(tmp_path: Path, capsys) -> No
     assert code == 0, capsys.readouterr().err
     records = read_records(out / RECORDS_FILE)
     assert len(records) == 2
-    assert all(r["answer"] == '{"answer": "\ud800 not possible \\u0000"}' for r in records)
+    # The model's lone surrogate is escaped (it could not go back to the server); NUL is kept.
+    assert all(r["answer"] == '{"answer": "\\ud800 not possible \\u0000"}' for r in records)
     assert all(r["outcome"] != "backend_error" and r["error"] is None for r in records)
     tool_texts = [m["content"] for m in records[0]["transcript"] if m.get("role") == "tool"]
     assert any("ValueError: \\ud800" in t for t in tool_texts) or any(
@@ -207,3 +208,23 @@ def test_torn_last_line_is_skipped_with_a_warning(tmp_path: Path, capsys) -> Non
     with RecordWriter(out / RECORDS_FILE) as writer:  # reopening cuts the torn line
         writer.write(minimal(1))
     assert [r["index"] for r in read_records(out / RECORDS_FILE)] == [0, 1]
+
+
+def test_transcripts_are_capped_in_records() -> None:
+    """A policy's huge message (the env rejects it) is cut in the record, saying how much."""
+    from isg_gym.eval.records import MAX_LIST_ITEMS, MAX_TRANSCRIPT_CHARS, capped_transcript
+
+    huge = "x" * (MAX_TRANSCRIPT_CHARS + 5000)
+    calls = [{"id": f"c{i}", "function": {"name": "f", "arguments": "{}"}} for i in range(3000)]
+    messages = [
+        {"role": "assistant", "content": huge},
+        {"role": "assistant", "content": "", "tool_calls": calls},
+        {"role": "user", "content": "short"},
+    ]
+    out = capped_transcript(messages)
+    assert out[0]["content"].startswith("x" * 100)
+    assert "5000 more characters cut" in out[0]["content"]
+    assert len(out[0]["content"]) < MAX_TRANSCRIPT_CHARS + 100
+    assert len(out[1]["tool_calls"]) == MAX_LIST_ITEMS + 1
+    assert out[1]["tool_calls"][-1] == f"[{3000 - MAX_LIST_ITEMS} more items cut]"
+    assert out[2] == messages[2]

@@ -16,6 +16,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
+from isg_gym.envs.actions import safe_text
 from isg_gym.eval.backends.base import ChatBackend, Completion, Message
 
 
@@ -150,7 +151,19 @@ def calls_message(calls: list[dict[str, Any]], step: int, text: str = "") -> Mes
         }
         for i, c in enumerate(calls)
     ]
-    return {"role": "assistant", "content": text or None, "tool_calls": tool_calls}
+    # content "" rather than None: some OpenAI-compatible servers (llama.cpp's) refuse null.
+    return {"role": "assistant", "content": text or "", "tool_calls": tool_calls}
+
+
+def _safe_call(call: Any) -> Any:
+    """A model's tool call with every string made encodable (see ``safe_text``)."""
+    if isinstance(call, str):
+        return safe_text(call)
+    if isinstance(call, dict):
+        return {k: _safe_call(v) for k, v in call.items()}
+    if isinstance(call, list):
+        return [_safe_call(v) for v in call]
+    return call
 
 
 class ChatPolicy(StepPolicy):
@@ -187,14 +200,17 @@ class ChatPolicy(StepPolicy):
         episode.completion_tokens += completion.completion_tokens
         if completion.error is not None:
             return Turn(error=completion.error)
-        message: Message = {"role": "assistant", "content": completion.text or None}
+        # Model text goes back to the server in the next request: no lone surrogates (they do
+        # not encode), and content "" rather than None (llama.cpp's server refuses null).
+        text = safe_text(completion.text or "")
+        message: Message = {"role": "assistant", "content": text}
         if completion.tool_calls:
-            message["tool_calls"] = completion.tool_calls
+            calls = [_safe_call(c) for c in completion.tool_calls]
+            message["tool_calls"] = calls
             episode.messages.append(message)
-            return Turn(action=completion.tool_calls)
-        message["content"] = completion.text
+            return Turn(action=calls)
         episode.messages.append(message)
-        return Turn(action=completion.text)
+        return Turn(action=text)
 
     def close(self) -> None:
         self.backend.close()

@@ -93,8 +93,32 @@ def build_record(episode: EpisodeState) -> dict[str, Any]:
         "model_calls": episode.model_calls,
         "wall_s": round(time.perf_counter() - episode.started, 4),
         "error": episode.error,
-        "transcript": episode.messages,
+        "transcript": capped_transcript(episode.messages),
     }
+
+
+MAX_TRANSCRIPT_CHARS = 100_000  # per message field: a 22 MB action must not land in the record
+MAX_LIST_ITEMS = 1000  # e.g. tool calls of one message
+
+
+def capped_transcript(messages: list[Any]) -> list[Any]:
+    """The policy's messages with every string longer than :data:`MAX_TRANSCRIPT_CHARS` cut,
+    saying how much was cut (the env already rejects such actions; the record stays small)."""
+
+    def cap(value: Any, depth: int = 0) -> Any:
+        if isinstance(value, str) and len(value) > MAX_TRANSCRIPT_CHARS:
+            cut = len(value) - MAX_TRANSCRIPT_CHARS
+            return value[:MAX_TRANSCRIPT_CHARS] + f"... [{cut} more characters cut]"
+        if depth < 8 and isinstance(value, dict):
+            return {k: cap(v, depth + 1) for k, v in value.items()}
+        if depth < 8 and isinstance(value, list | tuple):
+            kept = [cap(v, depth + 1) for v in value[:MAX_LIST_ITEMS]]
+            if len(value) > MAX_LIST_ITEMS:
+                kept.append(f"[{len(value) - MAX_LIST_ITEMS} more items cut]")
+            return kept
+        return value
+
+    return [cap(m) for m in messages]
 
 
 def _question_text(info: dict[str, Any]) -> str | None:
