@@ -10,6 +10,7 @@ of the seed.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from functools import lru_cache
 
 import numpy as np
@@ -223,6 +224,22 @@ def _independent_column(v, rng: np.random.Generator) -> Column:
                             clip=v.clip, **common)  # fmt: skip
 
 
+_UNRECORDED_WORDS = re.compile(
+    r"\b(not|never|planned|unrecorded|unmeasured|unknown|no|without|could|would)\b", re.I
+)
+
+
+def _recorded_description(v: VariableInfo) -> str:
+    """The lexicon's description of a confounder/planned variable, without the clause that says
+    it is not recorded (the column's description in the README data dictionary)."""
+    if not _UNRECORDED_WORDS.search(v.description):
+        return v.description
+    head = v.description.split(",")[0].strip().rstrip(".")
+    if len(head) >= 10 and not _UNRECORDED_WORDS.search(head):
+        return head + "."
+    return f"{v.label[:1].upper()}{v.label[1:]}, recorded for each row."
+
+
 def _described_column(v: VariableInfo, rng: np.random.Generator) -> ContinuousColumn:
     """A recorded column for a variable the lexicon only describes (a confounder or planned
     variable): positive, log-normal around a scale drawn per repository."""
@@ -234,7 +251,8 @@ def _described_column(v: VariableInfo, rng: np.random.Generator) -> ContinuousCo
     return ContinuousColumn(
         distribution=d.LogNormal(mu=_round(float(np.log(scale))),
                                  sigma=_round(rng.uniform(0.15, 0.5))),
-        decimals=decimals, clip=clip, missing_rate=_missing_rate(rng), **v.model_dump(),
+        decimals=decimals, clip=clip, missing_rate=_missing_rate(rng),
+        **(v.model_dump() | {"description": _recorded_description(v)}),
     )  # fmt: skip
 
 
