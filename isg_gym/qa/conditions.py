@@ -540,8 +540,7 @@ def _label_condition(
         if len(pool) < 2:
             return None
         k = int(rng.integers(2, len(pool) + 1))
-        return RowCondition(column, "in", sorted(rng.choice(pool, k, replace=False).tolist(),
-                                                 key=str))  # fmt: skip
+        return RowCondition(column, "in", sorted(rng.choice(pool, k, replace=False).tolist()))
     if op == "eq":
         pool = absent if mode == "empty" else once
         return RowCondition(column, "eq", _pick(rng, pool)) if pool else None
@@ -556,10 +555,10 @@ def _label_condition(
             return None
         k = int(rng.integers(2, min(len(absent), 3) + 1))
         chosen = rng.choice(len(absent), k, replace=False)
-        return RowCondition(column, "in", sorted((absent[i] for i in chosen), key=str))
+        return RowCondition(column, "in", sorted(absent[i] for i in chosen))
     if not once or not absent:
         return None
-    return RowCondition(column, "in", sorted([_pick(rng, once), _pick(rng, absent)], key=str))
+    return RowCondition(column, "in", sorted([_pick(rng, once), _pick(rng, absent)]))
 
 
 def fill_row_condition(
