@@ -301,7 +301,7 @@ class PairEngine:
     column that makes the question unanswerable), so that no text feature predicts it."""
 
     def __init__(self, ctx: Context, stats_allowed: tuple[str, ...], *, max_conditions: int = 2,
-                 linked_share: float = 0.5, chi_linked_only: bool = False) -> None:  # fmt: skip
+                 linked_share: float = 0.5, linked_only: tuple[str, ...] = ()) -> None:  # fmt: skip
         self.ctx = ctx
         self.repo = ctx.repo
         self.rng = ctx.rng
@@ -309,7 +309,7 @@ class PairEngine:
         self.sampler = ScopeSampler(ctx.repo, ctx.rng)
         self.max_conditions = max_conditions
         self.linked_share = linked_share
-        self.chi_linked_only = chi_linked_only  # offer chi-square only where a pair is linked
+        self.linked_only = linked_only  # statistics offered only where some pair is linked
         self.stats = tuple(s for s in stats_allowed if self._pairs(s))
         self._data: dict[tuple[str, ...], pd.DataFrame] = {}  # gathered rows by scope files
         self._shared: Scope | None = None
@@ -326,10 +326,11 @@ class PairEngine:
             return list(permutations(r.numeric, 2))
         if stat == "chi_square":
             pairs = [p for p in permutations(r.categorical, 2) if self._cells(p) <= MAX_CHI_CELLS]
-            if self.chi_linked_only and not any(frozenset(p) in r.linked for p in pairs):
-                return []
-            return pairs
-        return list(product(r.numeric, r.categorical))
+        else:
+            pairs = list(product(r.numeric, r.categorical))
+        if stat in self.linked_only and not any(frozenset(p) in r.linked for p in pairs):
+            return []
+        return pairs
 
     def draw_pair(self, stat: str) -> Pair:
         """A column pair for ``stat``: causally linked with probability ``linked_share``."""

@@ -93,12 +93,13 @@ class HypothesisTest(QuestionType):
         tries: int = 24  # candidates sampled to hit the target answer
         margin: float = 0.25  # never ask a test with |p - alpha| <= margin * alpha
         yes_target: float = 0.5  # P(target answer yes)
+        yes_linked_share: float = 0.85  # share of linked pairs drawn when the target is yes
 
     def generate(self, ctx: Context, answerable: bool) -> Question | None:
         cfg = self.config
         engine = PairEngine(
             ctx, TESTS, max_conditions=cfg.max_row_conditions, linked_share=cfg.linked_share,
-            chi_linked_only=True,  # elsewhere a chi-square test could only answer "no"
+            linked_only=("chi_square", "welch_t"),  # elsewhere they could hardly answer "yes"
         )
         if not engine.stats:
             return None
@@ -117,6 +118,8 @@ class HypothesisTest(QuestionType):
         """The first candidate whose answer is a target drawn at random (else the first valid
         one), never one with p near alpha."""
         target = bool(ctx.rng.random() < self.config.yes_target)
+        # a "yes" needs an associated pair: draw linked pairs more often when aiming at it
+        engine.linked_share = self.config.yes_linked_share if target else self.config.linked_share
         fallback = None
         for cand in engine.candidates(test, k, self.config.tries):
             if near_alpha(cand.pvalue, alpha, self.config.margin):
