@@ -46,6 +46,7 @@ RowOp = Literal["eq", "ne", "in", "gt", "lt", "ge", "le", "between"]
 _COMPARE_WORDS = {"gt": "greater than", "lt": "less than", "ge": "at least", "le": "at most"}
 THRESHOLD_DIGITS = 3  # significant figures of every row-condition threshold
 VACUOUS_SHARE = 0.2  # share of "keep" thresholds placed past the observed range (keep all)
+INSIDE_SHARE = 0.7  # share of impossible thresholds kept inside the wider range when possible
 
 
 def fmt_num(x: float, digits: int = 4) -> str:
@@ -462,13 +463,14 @@ def _threshold_candidates(x: np.ndarray, rng: np.random.Generator) -> np.ndarray
 
 
 def _numeric_condition(
-    column: str, op: str, x: np.ndarray, rng: np.random.Generator, mode: FillMode
-) -> RowCondition | None:
+    column: str, op: str, x: np.ndarray, rng: np.random.Generator, mode: FillMode,
+    within: tuple[float, float] | None = None,
+) -> RowCondition | None:  # fmt: skip
     x = np.sort(x.astype(float))
     n, lo, hi = len(x), float(x[0]), float(x[-1])
     cands = _threshold_candidates(x, rng)
     if op == "between":
-        return _between(column, x, cands, rng, mode)
+        return _between(column, x, cands, rng, mode, within)
     counts = np.array([_count(x, op, t) for t in cands])
     if mode == "keep":
         if rng.random() < VACUOUS_SHARE:
@@ -481,12 +483,17 @@ def _numeric_condition(
         return RowCondition(column, op, t) if _count(x, op, t) > 0 else None
     want = 0 if mode == "empty" else 1
     ok = cands[counts == want]
+    if within is not None:  # prefer thresholds inside the wider observed range
+        inner = ok[(ok >= within[0]) & (ok <= within[1])]
+        if len(inner) and rng.random() < INSIDE_SHARE:
+            ok = inner
     return RowCondition(column, op, float(_pick(rng, ok.tolist()))) if len(ok) else None
 
 
 def _between(
-    column: str, x: np.ndarray, cands: np.ndarray, rng: np.random.Generator, mode: FillMode
-) -> RowCondition | None:
+    column: str, x: np.ndarray, cands: np.ndarray, rng: np.random.Generator, mode: FillMode,
+    within: tuple[float, float] | None = None,
+) -> RowCondition | None:  # fmt: skip
     lo, hi = float(x[0]), float(x[-1])
     if mode == "keep":
         if rng.random() < VACUOUS_SHARE:
@@ -513,6 +520,8 @@ def _between(
                 pairs.append((float(cands[i]), float(cands[k])))
     if not pairs:
         return None
+    if within is not None:
+        lo, hi = min(lo, within[0]), max(hi, within[1])
     gap = [p for p in pairs if lo < p[0] and p[1] < hi]
     pool = gap if gap and rng.random() < 0.5 else pairs
     a, b = pool[int(rng.integers(len(pool)))]
@@ -569,6 +578,7 @@ def fill_row_condition(
     rng: np.random.Generator,
     mode: FillMode = "keep",
     universe: list | None = None,
+    within: tuple[float, float] | None = None,
 ) -> RowCondition | None:
     """A condition ``column op value`` that keeps some (``keep``), none (``empty``) or exactly
     one (``one``) of the non-missing ``values``, or None if ``op`` cannot do so here.
@@ -576,7 +586,8 @@ def fill_row_condition(
     Thresholds are at 3 significant figures and never negative on non-negative values;
     ``universe`` is the labels a label condition may name (default: the column's declared
     labels and the values seen), so that an empty ``eq`` names a real label that only never
-    co-occurs with the other conditions.
+    co-occurs with the other conditions; ``within`` is the column's range over the wider scope,
+    inside which an ``empty``/``one`` threshold is preferred (share ``INSIDE_SHARE``).
     """
     col = repo.spec.column(column)
     present = values.dropna()
@@ -594,7 +605,7 @@ def fill_row_condition(
         return _label_condition(column, op, present, pool, rng, mode, integer=not label)
     if op in ("eq", "ne", "in"):
         return None
-    return _numeric_condition(column, op, present.to_numpy(dtype=float), rng, mode)
+    return _numeric_condition(column, op, present.to_numpy(dtype=float), rng, mode, within)
 
 
 def sample_row_condition(

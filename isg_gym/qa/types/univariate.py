@@ -235,9 +235,7 @@ class UnivariateStatistic(QuestionType):
 
     # --- plan ------------------------------------------------------------------------------
 
-    def _plan(
-        self, ctx: Context, sampler: ScopeSampler, statistic: str, sig: int | None
-    ) -> Plan:
+    def _plan(self, ctx: Context, sampler: ScopeSampler, statistic: str, sig: int | None) -> Plan:
         return Plan(
             statistic=statistic,
             sig_figs=sig,
@@ -298,6 +296,7 @@ class UnivariateStatistic(QuestionType):
             position, mode = kill
             column, op = plan[position]
             tables = {"categorical": ROW_OPS_LABEL, "integer": ROW_OPS_INTEGER}
+
             def allows(name: str) -> bool:  # the op is one the column's kind draws
                 col = ctx.spec.column(name)
                 kind = "categorical" if column_kinds(ctx.spec)[name] == "categorical" else col.role
@@ -305,11 +304,13 @@ class UnivariateStatistic(QuestionType):
 
             for name in [column, *[c for c in spare[::-1] if allows(c)]]:
                 series = rows.series(name)
-                universe = None
+                universe, within = None, None
                 if column_kinds(ctx.spec)[name] == "categorical":
                     universe = sorted({str(v) for v in series.dropna().tolist()})
+                elif series.notna().any():
+                    within = (float(series.min()), float(series.max()))
                 cond = fill_row_condition(ctx.repo, name, op, series[mask & present], ctx.rng,
-                                          mode, universe)  # fmt: skip
+                                          mode, universe, within)  # fmt: skip
                 if cond is None:
                     continue
                 left = int((mask & present & cond.mask(series)).sum())
