@@ -9,6 +9,7 @@ import textwrap
 from collections.abc import Sequence
 
 from isg_gym.eval.cli import EvalCliError
+from isg_gym.eval.errors import InfrastructureError
 from isg_gym.repository import Repository, RepositoryPathError
 from isg_gym.repository.repository import stderr_progress
 from isg_gym.simulator.procedural import build_spec
@@ -220,6 +221,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (CliError, EvalCliError, RepositoryPathError, OSError) as err:
         print(f"isg {args.command}: error: {err}", file=sys.stderr)
         return 2
+    except InfrastructureError as err:  # the run stopped: its infrastructure, not its answers
+        print(f"isg {args.command}: error: {err}", file=sys.stderr)
+        return 1
     return 0
 
 

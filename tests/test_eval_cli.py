@@ -158,3 +158,22 @@ def test_paraphrase_then_evaluate_on_the_paraphrases(tmp_path: Path, capsys) -> 
     assert len(records) == 3
     assert all(r["question"].startswith("Please answer this: ") for r in records)
     assert all(r["transcript"][1]["content"].startswith("Question: Please answer") for r in records)
+
+
+def test_isg_eval_against_an_unreachable_server_stops_with_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No server listens on the port: not "Accuracy: 0.0%" with exit 0, but one line and 1."""
+    import socket
+
+    with socket.socket() as probe:  # a free local port, closed again: nothing listens there
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    out = tmp_path / "run"
+    code = main(_eval(out, f"http://127.0.0.1:{port}/v1", "--max-retries", "0", "--timeout", "2"))
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1
+    assert len(err) == 1 and "episodes all failed (backend_error)" in err[0], err
+    records = read_records(out / "episodes.jsonl")
+    assert records and {r["outcome"] for r in records} == {"backend_error"}
+    assert not (out / "summary.md").exists()

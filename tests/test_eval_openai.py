@@ -15,8 +15,10 @@ from fake_openai_server import ScriptedChatServer, by_conversation, prompt_token
 from isg_gym.envs.env import ISGEnv
 from isg_gym.eval.backends.base import ChatBackend
 from isg_gym.eval.backends.openai_compat import OpenAIBackend, clean_message, is_local_url
+from isg_gym.eval.errors import InfrastructureError
+from isg_gym.eval.metrics import summarize
 from isg_gym.eval.policy import ChatPolicy
-from isg_gym.eval.records import RECORDS_FILE, read_records
+from isg_gym.eval.records import RECORDS_FILE, latest_records, read_records
 from isg_gym.eval.runner import evaluate
 from isg_gym.tools.sandbox import bwrap_available
 
@@ -471,18 +473,31 @@ def test_run_records(full_run, questions: dict[str, dict[str, Any]]) -> None:
     assert (down["steps"], down["model_calls"], down["prompt_tokens"]) == (0, 1, 0)
     assert script.attempts[down["question_id"], 0] == MAX_RETRIES + 1
 
-    assert summary["n"] == 4
-    assert json.loads((out / "summary.json").read_text())["n"] == 4
+    # The server that is down is an infrastructure failure: counted apart, not as an answer.
+    assert (summary["n"], summary["episodes"]) == (3, 4)
+    assert summary["infrastructure_failures"]["by_outcome"] == {"backend_error": 1}
+    assert json.loads((out / "summary.json").read_text())["n"] == 3
+    assert "INFRASTRUCTURE FAILURES: 1 of 4" in (out / "summary.md").read_text()
     assert (out / "run.json").exists()
 
 
-def test_resume_of_a_finished_run_sends_nothing(full_run, questions) -> None:
+def test_resume_of_a_finished_run_retries_only_infrastructure_failures(
+    full_run, questions, tmp_path
+) -> None:
     out, *_ = full_run
-    before = (out / RECORDS_FILE).read_bytes()
-    server, _, summary = _run(questions, out, resume=True)
-    assert server.requests == []
-    assert (out / RECORDS_FILE).read_bytes() == before
-    assert summary["n"] == 4
+    for name in ("run.json", RECORDS_FILE):
+        (tmp_path / name).write_bytes((out / name).read_bytes())
+    before = (tmp_path / RECORDS_FILE).read_bytes()
+    down = next(q for q, role in Script(questions).role.items() if role == "down")
+    # The retried episode fails again: every episode this run played failed, so it stops.
+    with pytest.raises(InfrastructureError, match="the first 1 episodes all failed"):
+        _run(questions, tmp_path, resume=True)
+    after = (tmp_path / RECORDS_FILE).read_bytes()
+    assert after.startswith(before) and after.count(b"\n") == before.count(b"\n") + 1
+    retried = json.loads(after.splitlines()[-1])
+    assert retried["question_id"] == down and retried["outcome"] == "backend_error"
+    summary = summarize(read_records(tmp_path / RECORDS_FILE))
+    assert (summary["n"], summary["episodes"]) == (3, 4)  # one record per episode counts
 
 
 def test_interrupted_run_resumes_the_missing_episodes(full_run, questions, tmp_path) -> None:
@@ -496,10 +511,11 @@ def test_interrupted_run_resumes_the_missing_episodes(full_run, questions, tmp_p
     server, script, _ = _run(questions, tmp_path, resume=True)
 
     asked = {script.by_user[m["content"]] for b in server.requests for m in b["messages"][1:2]}
-    assert asked == set(questions) - done
+    down = next(q for q, role in script.role.items() if role == "down")
+    assert asked == (set(questions) - done) | {down}  # infrastructure failures are retried
     after = (tmp_path / RECORDS_FILE).read_bytes().splitlines(keepends=True)
     assert after[:kept] == lines[:kept]
-    records = read_records(tmp_path / RECORDS_FILE)
+    records = latest_records(read_records(tmp_path / RECORDS_FILE))
     assert sorted(r["question_id"] for r in records) == sorted(questions)
     original = {json.loads(line)["question_id"]: json.loads(line) for line in lines}
     for record in records:

@@ -154,3 +154,73 @@ def test_bad_split_names_say_what_is_accepted() -> None:
         resolve_split("repos:5-5")
     with pytest.raises(ValueError, match=r"REPOSITORY\.TYPE\.INDEX"):
         resolve_split(["not-an-id"])
+
+
+class AlwaysDown(StepPolicy):
+    """A model server that never answers."""
+
+    name = "test-always-down"
+
+    def act(self, episodes: list[EpisodeState]) -> list[Turn]:
+        return [Turn(error="connection refused") for _ in episodes]
+
+
+def test_a_run_whose_first_episodes_all_fail_stops(tmp_path: Path) -> None:
+    """An unreachable server is not an accuracy of 0%: the run stops with a clear error after
+    the first FAIL_FAST_EPISODES episodes, which are recorded as infrastructure failures."""
+    from isg_gym.eval.errors import InfrastructureError
+    from isg_gym.eval.runner import FAIL_FAST_EPISODES
+
+    with pytest.raises(InfrastructureError, match="connection refused"):
+        evaluate(AlwaysDown(), IDS, tmp_path, concurrency=1, env_kwargs=ENV, report=False)
+    records = read_records(tmp_path / RECORDS_FILE)
+    assert len(records) == FAIL_FAST_EPISODES < len(IDS)
+    assert {r["outcome"] for r in records} == {"backend_error"}
+
+
+def test_infrastructure_failures_are_counted_apart_and_retried(tmp_path: Path) -> None:
+    from isg_gym.eval.metrics import summarize
+
+    evaluate(ListThenAnswer(fail_on=IDS[1]), IDS[:5], tmp_path, env_kwargs=ENV, report=False)
+    summary = summarize(read_records(tmp_path / RECORDS_FILE))
+    assert (summary["n"], summary["episodes"]) == (4, 5)  # accuracy is over the 4 played
+    assert summary["infrastructure_failures"]["by_outcome"] == {"backend_error": 1}
+    assert summary["infrastructure_failures"]["errors"] == ["backend down"]
+    policy = ListThenAnswer()  # the server is back: --resume plays only the failed episode
+    summary = evaluate(policy, IDS[:5], tmp_path, resume=True, env_kwargs=ENV)
+    assert policy.batches == [1, 1, 1]
+    assert (summary["n"], summary["episodes"]) == (5, 5)
+    assert summary["infrastructure_failures"]["n"] == 0
+    assert len(read_records(tmp_path / RECORDS_FILE)) == 6  # the failure's record is kept
+
+
+class BrokenSandbox:
+    """A sandbox that fails on every call (as a crashed worker does)."""
+
+    def run(self, code: str, files_dir: str) -> None:
+        raise RuntimeError("worker died")
+
+    def close(self) -> None:
+        pass
+
+
+class RunsPython(StepPolicy):
+    name = "test-runs-python"
+
+    def act(self, episodes: list[EpisodeState]) -> list[Turn]:
+        call = [{"name": "run_python_code", "arguments": {"code": "1 + 1"}}]
+        return [Turn(call) for _ in episodes]
+
+
+def test_a_broken_sandbox_is_an_infrastructure_failure_not_an_answer(tmp_path: Path) -> None:
+    from isg_gym.eval.errors import InfrastructureError
+    from isg_gym.eval.metrics import summarize
+
+    env = {"max_steps": 4, "sandbox": BrokenSandbox()}
+    with pytest.raises(InfrastructureError, match="worker died"):  # every episode failed
+        evaluate(RunsPython(), IDS[:2], tmp_path, env_kwargs=env, report=False)
+    records = read_records(tmp_path / RECORDS_FILE)
+    assert [r["outcome"] for r in records] == ["sandbox_error"] * 2
+    assert all("worker died" in r["error"] and r["steps"] == 1 for r in records)
+    summary = summarize(records)
+    assert summary["n"] == 0 and summary["infrastructure_failures"]["n"] == 2

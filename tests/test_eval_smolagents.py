@@ -20,6 +20,7 @@ from smolagents import OpenAIServerModel
 from smolagents.models import get_tool_json_schema
 
 from isg_gym.envs.env import ISGEnv
+from isg_gym.eval.errors import InfrastructureError
 from isg_gym.eval.policy import EpisodeState
 from isg_gym.eval.records import RECORDS_FILE, read_records
 from isg_gym.eval.runner import evaluate
@@ -217,7 +218,8 @@ def test_env_step_limit_stops_the_agent(tmp_path: Path) -> None:
 def test_model_failure_is_a_backend_error(tmp_path: Path) -> None:
     with ScriptedChatServer([{"status": 500}] * 4) as server:
         policy = SmolagentsPolicy(factory(server), model_id="given-id")
-        evaluate(policy, IDS[:1], tmp_path, env_kwargs=ENV, report=False)
+        with pytest.raises(InfrastructureError):  # its only episode failed: the run stops
+            evaluate(policy, IDS[:1], tmp_path, env_kwargs=ENV, report=False)
     (record,) = read_records(tmp_path / RECORDS_FILE)
     assert policy.model == "given-id"
     assert record["outcome"] == "backend_error" and "500" in record["error"]

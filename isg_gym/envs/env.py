@@ -156,7 +156,9 @@ class ISGEnv(gym.Env[str, Any]):
     name, arguments, output text, error flag; answer one tool message per call with them),
     ``parse_error`` (why the action, or one of its calls, could not be used; else None) and
     ``files_read`` (repository files the step's tools read: ``read_text_file`` paths and the
-    files ``run_python_code`` opened).
+    files ``run_python_code`` opened), and ``infra_error`` when the environment itself failed
+    during the step (the sandbox could not start or broke): an infrastructure failure, not
+    the agent's; evaluation runs end such an episode and count it apart.
 
     ## Arguments
 
@@ -293,6 +295,7 @@ class ISGEnv(gym.Env[str, Any]):
         self._done = False
         self._transcript: list[tuple[str, str]] = []
         self._files_read: list[str] = []  # repository files the current step's tools read
+        self._infra_error: str | None = None  # the sandbox failed during the current step
         self._closed = False
 
     def __getstate__(self) -> dict[str, Any]:
@@ -444,6 +447,7 @@ class ISGEnv(gym.Env[str, Any]):
         parts: list[str] = []
         results: list[dict[str, Any]] = []
         self._files_read = []
+        self._infra_error = None
         final: tuple[str, bool] | None = None  # (answer text, via an answer-only message)
         if parsed.error is not None:
             parts.append(f"[error] {parsed.error}")
@@ -471,6 +475,8 @@ class ISGEnv(gym.Env[str, Any]):
         )
         assert self._repo is not None  # a failed open of a missing path is not a read
         info["files_read"] = existing_files(self._repo, self._files_read)
+        if self._infra_error is not None:  # the environment failed, not the agent
+            info["infra_error"] = self._infra_error
         if final is not None:
             observation, value, score = self._finish(final[0])
             if parts:
@@ -600,7 +606,8 @@ class ISGEnv(gym.Env[str, Any]):
         try:
             sandbox = self._get_sandbox()
         except Exception as exc:  # the backend may be missing or fail to start
-            raise ToolError(f"the Python sandbox is unavailable: {exc}") from None
+            self._infra_error = f"the Python sandbox is unavailable: {exc}"
+            raise ToolError(self._infra_error) from None
         persistent = self.python_session == "persistent"
         program = code
         if persistent and self._cells:
@@ -615,7 +622,8 @@ class ISGEnv(gym.Env[str, Any]):
         try:
             result = sandbox.run(program, files_dir)
         except Exception as exc:
-            raise ToolError(f"the sandbox failed: {type(exc).__name__}: {exc}") from None
+            self._infra_error = f"the sandbox failed: {type(exc).__name__}: {exc}"
+            raise ToolError(self._infra_error) from None
         if persistent and _succeeded(result):
             self._cells.append(code)
         self._files_read.extend(getattr(result, "files_read", ()) or ())

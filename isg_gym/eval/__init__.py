@@ -8,6 +8,7 @@ Three lines evaluate a model behind any OpenAI-compatible server::
              "isg-500", "runs/qwen3-8b")
 """
 
+from isg_gym.eval.errors import InfrastructureError
 from isg_gym.eval.policy import ChatPolicy, EpisodePolicy, EpisodeState, Policy, StepPolicy, Turn
 from isg_gym.eval.runner import evaluate
 from isg_gym.eval.splits import SPLITS, resolve_split, train_env_kwargs
@@ -17,6 +18,7 @@ __all__ = [
     "ChatPolicy",
     "EpisodePolicy",
     "EpisodeState",
+    "InfrastructureError",
     "Policy",
     "StepPolicy",
     "Turn",

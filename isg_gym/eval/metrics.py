@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from statistics import NormalDist
 from typing import Any
 
-from isg_gym.eval.records import BACKEND_ERROR
+from isg_gym.eval.records import BACKEND_ERROR, is_infra_failure, latest_records
 
 CONFIDENCE = 0.95
 UNKNOWN = "unknown"
@@ -184,8 +184,36 @@ def _versions(records: list[dict[str, Any]]) -> int | list[int] | None:
     return found[0] if len(found) == 1 else (found or None)
 
 
+def infrastructure_failures(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Episodes that ended by an infrastructure failure (not answers): count, by outcome, and
+    the first few distinct errors."""
+    failed = [r for r in records if is_infra_failure(r)]
+    errors: list[str] = []
+    for r in failed:
+        text = str(r.get("error") or r.get("outcome"))[:300]
+        if text not in errors and len(errors) < 3:
+            errors.append(text)
+    return {
+        "n": len(failed),
+        "by_outcome": dict(sorted(Counter(str(r.get("outcome")) for r in failed).items())),
+        "errors": errors,
+    }
+
+
 def summarize(records: list[dict[str, Any]], run: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The JSON-able summary of a run's records (``run``, the run.json dict, echoed)."""
+    """The JSON-able summary of a run's records (``run``, the run.json dict, echoed).
+
+    One record per episode counts (the last written: a resumed run retries infrastructure
+    failures). Infrastructure failures (``backend_error``, ``sandbox_error``, ``policy_error``)
+    are not answers: they are counted apart (``infrastructure_failures``) and every other
+    figure, accuracy included, is over the episodes that were played (``n``); ``episodes`` is
+    both together.
+    """
+    records = latest_records(records)
+    infra = infrastructure_failures(records)
+    episodes = len(records)
+    outcomes = dict(sorted(Counter(str(r.get("outcome")) for r in records).items()))
+    records = [r for r in records if not is_infra_failure(r)]
     n = len(records)
     correct = [bool(r.get("correct")) for r in records]
     tool_calls = [tool_call_count(r) for r in records]
@@ -202,6 +230,8 @@ def summarize(records: list[dict[str, Any]], run: dict[str, Any] | None = None) 
     )
     return {
         **proportion(sum(correct), n),
+        "episodes": episodes,
+        "infrastructure_failures": infra,
         "confidence": CONFIDENCE,
         "question_version": _versions(records),
         "by_type": _grouped(records, "type"),
@@ -230,10 +260,8 @@ def summarize(records: list[dict[str, Any]], run: dict[str, Any] | None = None) 
             "used": evidence_used,
             "rate": _ratio(evidence_used, len(with_evidence)),
         },
-        "outcomes": dict(sorted(Counter(str(r.get("outcome")) for r in records).items())),
-        "backend_errors": sum(
-            1 for r in records if r.get("outcome") == BACKEND_ERROR or r.get("error") is not None
-        ),
+        "outcomes": outcomes,  # over all episodes, infrastructure failures included
+        "backend_errors": infra["by_outcome"].get(BACKEND_ERROR, 0),
         "by_tool_calls": bucketed_accuracy(tool_calls, correct, TOOL_CALL_EDGES),
         "tokens_recorded": any(tokens),
         "by_tokens": (

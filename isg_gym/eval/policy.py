@@ -50,7 +50,8 @@ class EpisodeState:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     model_calls: int = 0
-    error: str | None = None  # a backend or policy failure that ended the episode
+    error: str | None = None  # a backend, sandbox or policy failure that ended the episode
+    error_kind: str | None = None  # "backend" | "sandbox" | "policy" when error is set
     started: float = field(default_factory=time.perf_counter)
     memory: dict[str, Any] = field(default_factory=dict)
 
@@ -79,7 +80,14 @@ class EpisodeState:
                 info=info,
             )
         )
+        if info.get("infra_error"):  # the environment failed: not an answer, ends the episode
+            self.fail("sandbox", str(info["infra_error"]))
         return observation, reward, terminated, truncated, info
+
+    def fail(self, kind: str, message: str) -> None:
+        """End the episode with an infrastructure or policy failure (the first one counts)."""
+        if self.error is None:
+            self.error, self.error_kind = message, kind
 
 
 @dataclass
@@ -89,6 +97,7 @@ class Turn:
 
     action: Any = None
     error: str | None = None
+    error_kind: str = "backend"  # "backend" (the model's server) or "policy" (a policy bug)
 
 
 class Policy:

@@ -32,8 +32,32 @@ RECORDS_FILE = "episodes.jsonl"
 
 # Outcomes: the env's ("correct", "wrong", "abstained", "format_error", "truncated") plus these,
 # for episodes that ended without the env ending them.
-BACKEND_ERROR = "backend_error"
+BACKEND_ERROR = "backend_error"  # the model's server failed (unreachable, refused, timed out)
+SANDBOX_ERROR = "sandbox_error"  # the Python sandbox could not start or broke
+POLICY_ERROR = "policy_error"  # the policy itself raised
 NO_ANSWER = "no_answer"
+# Infrastructure failures: not answers. They are counted apart from accuracy, shown first in
+# summaries, and retried by ``--resume``.
+INFRA_OUTCOMES = (BACKEND_ERROR, SANDBOX_ERROR, POLICY_ERROR)
+_OUTCOME_OF_KIND = {"backend": BACKEND_ERROR, "sandbox": SANDBOX_ERROR, "policy": POLICY_ERROR}
+
+
+def is_infra_failure(record: dict[str, Any]) -> bool:
+    """Whether a record is an infrastructure failure rather than an answer."""
+    return record.get("outcome") in INFRA_OUTCOMES
+
+
+def latest_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records that count: an infrastructure failure is dropped when a later record of
+    the same episode (index, question id) follows it (``--resume`` appends such a retry)."""
+    later: set[tuple[Any, Any]] = set()
+    keep: list[dict[str, Any]] = []
+    for record in reversed(records):
+        key = (record.get("index"), record.get("question_id"))
+        if not (is_infra_failure(record) and key in later):
+            keep.append(record)
+        later.add(key)
+    return keep[::-1]
 
 
 def build_record(episode: EpisodeState) -> dict[str, Any]:
@@ -57,7 +81,7 @@ def build_record(episode: EpisodeState) -> dict[str, Any]:
     parse_errors = [s.parse_error for s in episode.steps if s.parse_error]
     evidence = list(info0.get("evidence", []))
     if episode.error is not None:
-        outcome = BACKEND_ERROR
+        outcome = _OUTCOME_OF_KIND.get(episode.error_kind or "backend", BACKEND_ERROR)
     elif "outcome" in final:
         outcome = final["outcome"]
     else:

@@ -89,11 +89,31 @@ def _split_text(split: Any) -> str:
     return "n/a" if split in (None, "") else str(split)
 
 
+def infrastructure_line(summary: dict[str, Any]) -> str | None:
+    """The warning about infrastructure failures (None when there were none)."""
+    infra = summary.get("infrastructure_failures") or {}
+    if not infra.get("n"):
+        return None
+    kinds = ", ".join(f"{k} {v}" for k, v in (infra.get("by_outcome") or {}).items())
+    first = (infra.get("errors") or ["?"])[0]
+    return (
+        f"INFRASTRUCTURE FAILURES: {infra['n']} of {summary.get('episodes', '?')} episodes "
+        f"({kinds}) did not run and are not counted; fix the cause, then rerun with --resume "
+        f"to retry them. First error: {first}"
+    )
+
+
 def accuracy_line(summary: dict[str, Any]) -> str:
-    """``Accuracy: 62.0% (95% CI 57.7-66.1%, n=500)`` (an en dash between the bounds)."""
+    """``Accuracy: 62.0% (95% CI 57.7-66.1%, n=500)`` (an en dash between the bounds), with the
+    count of infrastructure failures when there were any."""
+    infra = (summary.get("infrastructure_failures") or {}).get("n", 0)
+    extra = f"; {infra} infrastructure failures not counted" if infra else ""
     if not summary.get("n"):
-        return "Accuracy: n/a (n=0)"
-    return f"Accuracy: {_pct(summary['accuracy'])} (95% CI {_ci(summary['ci'])}, n={summary['n']})"
+        return f"Accuracy: n/a (n=0{extra})"
+    return (
+        f"Accuracy: {_pct(summary['accuracy'])} (95% CI {_ci(summary['ci'])}, "
+        f"n={summary['n']}{extra})"
+    )
 
 
 def _group_rows(groups: dict[str, dict[str, Any]]) -> list[list[Any]]:
@@ -107,6 +127,9 @@ def render_markdown(summary: dict[str, Any], name: str = "run") -> str:
     """The summary.md text of a summary dict."""
     run = summary.get("run") or {}
     lines = [f"# Evaluation report: {name}", ""]
+    warning = infrastructure_line(summary)
+    if warning:
+        lines += [f"**{warning}**", ""]
     meta = [(k, run.get(k)) for k in ("backend", "model", "split", "episodes")]
     meta_lines = [f"- {key}: {_split_text(v)}" for key, v in meta if v not in (None, "")]
     version = summary.get("question_version")
@@ -169,13 +192,16 @@ def render_markdown(summary: dict[str, Any], name: str = "run") -> str:
         f"({parse['episodes']}).",
         f"- Evidence rate: {_pct(evidence['rate'])} ({evidence['used']} of {evidence['n']} "
         "episodes that have evidence files read at least one of them).",
-        f"- Backend errors: {summary['backend_errors']}.",
+        f"- Infrastructure failures (not counted above): "
+        f"{(summary.get('infrastructure_failures') or {}).get('n', 0)} "
+        f"(backend errors: {summary['backend_errors']}).",
     ]
 
     lines += ["", "## Outcomes", ""]
+    total = summary.get("episodes") or summary["n"]  # infrastructure failures included
     lines += _table(
         ["outcome", "count", "share"],
-        [[k, v, _pct(v / summary["n"])] for k, v in summary["outcomes"].items()],
+        [[k, v, _pct(v / total)] for k, v in summary["outcomes"].items()],
     )
     for key, title in (("by_tool_calls", "tool calls"), ("by_tokens", "total tokens")):
         if summary.get(key):

@@ -26,8 +26,16 @@ from pathlib import Path
 from typing import Any
 
 from isg_gym.envs.env import ISGEnv
+from isg_gym.eval.errors import InfrastructureError
 from isg_gym.eval.policy import EpisodePolicy, EpisodeState, Policy, StepPolicy, Turn
-from isg_gym.eval.records import RECORDS_FILE, RecordWriter, build_record, read_records
+from isg_gym.eval.records import (
+    RECORDS_FILE,
+    RecordWriter,
+    build_record,
+    is_infra_failure,
+    latest_records,
+    read_records,
+)
 from isg_gym.eval.splits import resolve_split
 from isg_gym.qa.base import QUESTION_VERSION
 
@@ -79,13 +87,17 @@ def evaluate(
     }
     done = _prepare(out, run, resume)
     todo = [(i, q) for i, q in enumerate(questions) if (i, q) not in done]
+    previous = [r for r in latest_records(read_records(out / RECORDS_FILE))
+                if (r.get("index"), r.get("question_id")) in done]  # fmt: skip
+    guard = _FailFast(min(FAIL_FAST_EPISODES, len(todo)))
     with RecordWriter(out / RECORDS_FILE) as writer, _Progress(progress, len(questions)) as bar:
-        bar.add(len(done), sum(r.get("correct", False) for r in read_records(out / RECORDS_FILE)))
+        bar.add(len(done), sum(bool(r.get("correct")) for r in previous))
 
         def finish(episode: EpisodeState) -> None:
             record = build_record(episode)
             writer.write(record)
             bar.add(1, record["correct"])
+            guard.check(record)
 
         if todo:
             envs = [_make_env(env_kwargs) for _ in range(min(concurrency, len(todo)))]
@@ -128,7 +140,35 @@ def _prepare(out: Path, run: dict[str, Any], resume: bool) -> set[tuple[int, str
     run.setdefault("started", None)
     run["started"] = run["started"] or dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     run_file.write_text(json.dumps(run, indent=2, sort_keys=True, default=str) + "\n")
-    return {(r["index"], r["question_id"]) for r in records}
+    # An infrastructure failure is not done: --resume retries it (its record stays, the retry's
+    # record is appended and replaces it in every summary).
+    return {(r["index"], r["question_id"]) for r in latest_records(records)
+            if not is_infra_failure(r)}  # fmt: skip
+
+
+FAIL_FAST_EPISODES = 4  # a run whose first episodes all fail this way stops
+
+
+class _FailFast:
+    """Raises :class:`InfrastructureError` when the first ``count`` finished episodes are all
+    infrastructure failures."""
+
+    def __init__(self, count: int) -> None:
+        self.count, self.seen, self.failed, self.first = count, 0, 0, ""
+
+    def check(self, record: dict[str, Any]) -> None:
+        if self.seen >= self.count:
+            return
+        self.seen += 1
+        if is_infra_failure(record):
+            self.failed += 1
+            self.first = self.first or str(record.get("error") or record.get("outcome"))
+        if self.seen == self.count and self.failed == self.count:
+            raise InfrastructureError(
+                f"the first {self.count} episodes all failed ({record.get('outcome')}): "
+                f"{self.first[:500]}; nothing is wrong with the answers, fix the "
+                "infrastructure and rerun with --resume"
+            )
 
 
 def _make_env(env_kwargs: dict[str, Any]) -> ISGEnv:
@@ -161,7 +201,8 @@ def _run_steps(
             try:
                 turns = policy.act(live)
             except Exception as exc:  # a policy bug must not lose the run's records
-                turns = [Turn(error=f"policy failed: {type(exc).__name__}: {exc}")] * len(live)
+                error = f"policy failed: {type(exc).__name__}: {exc}"
+                turns = [Turn(error=error, error_kind="policy")] * len(live)
             list(pool.map(lambda pair: _apply(policy, *pair), zip(live, turns, strict=True)))
             for episode in [e for e in live if e.done]:
                 live.remove(episode)
@@ -171,7 +212,7 @@ def _run_steps(
 
 def _apply(policy: StepPolicy, episode: EpisodeState, turn: Turn) -> None:
     if turn.error is not None:
-        episode.error = turn.error
+        episode.fail(turn.error_kind, turn.error)
         return
     observation, _, _, _, info = episode.step(turn.action)
     policy.observe(episode, observation, info)
@@ -194,15 +235,20 @@ def _run_episodes(
             try:
                 policy.play(episode)
             except Exception as exc:
-                episode.error = f"policy failed: {type(exc).__name__}: {exc}"
+                episode.fail("policy", f"policy failed: {type(exc).__name__}: {exc}")
             return episode
         finally:
             free.put(env)
 
     with ThreadPoolExecutor(len(envs)) as pool:
         futures = [pool.submit(play, i, q) for i, q in todo]
-        for future in futures:
-            finish(future.result())
+        try:
+            for future in futures:
+                finish(future.result())
+        except BaseException:  # e.g. InfrastructureError: the episodes not started never run
+            for future in futures:
+                future.cancel()
+            raise
 
 
 class _Progress:

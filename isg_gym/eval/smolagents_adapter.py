@@ -352,7 +352,7 @@ class SmolagentsPolicy(EpisodePolicy):
             output = agent.run(prompt["user"])
         except Exception as exc:  # model failures, interrupts after the env ended the episode
             if not session.done:
-                episode.error = f"smolagents {type(exc).__name__}: {str(exc)[:500]}"
+                episode.fail("backend", f"smolagents {type(exc).__name__}: {str(exc)[:500]}")
         finally:
             self._record(episode, agent)
             if hasattr(agent, "cleanup"):
@@ -362,7 +362,7 @@ class SmolagentsPolicy(EpisodePolicy):
         # The agent stopped without final_answer (max steps): its own last answer, if any.
         text = (_text(output) or "").strip()
         if text.startswith(GENERATION_ERROR):
-            episode.error = f"smolagents: {text[:500]}"
+            episode.fail("backend", f"smolagents: {text[:500]}")
         elif text:
             session.call(FINAL_ANSWER, {"answer": text})
 
