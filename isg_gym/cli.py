@@ -14,6 +14,7 @@ from isg_gym.repository import Repository, RepositoryPathError
 from isg_gym.repository.repository import stderr_progress
 from isg_gym.simulator.procedural import build_spec
 from isg_gym.spec.models import Column, Spec, column_kind
+from isg_gym.tools.sandbox import SandboxError
 
 
 class CliError(Exception):
@@ -221,7 +222,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (CliError, EvalCliError, RepositoryPathError, OSError) as err:
         print(f"isg {args.command}: error: {err}", file=sys.stderr)
         return 2
-    except InfrastructureError as err:  # the run stopped: its infrastructure, not its answers
+    except (InfrastructureError, SandboxError) as err:  # the machine, not the answers
         print(f"isg {args.command}: error: {err}", file=sys.stderr)
         return 1
     return 0

@@ -177,3 +177,24 @@ def test_isg_eval_against_an_unreachable_server_stops_with_an_error(
     records = read_records(out / "episodes.jsonl")
     assert records and {r["outcome"] for r in records} == {"backend_error"}
     assert not (out / "summary.md").exists()
+
+
+def test_isg_eval_where_no_sandbox_can_run_stops_with_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a sandbox the oracle would score about 50% (its Python calls failing): the run
+    refuses to start instead, naming the fix."""
+    import isg_gym.tools.sandbox as sandbox_module
+    from isg_gym.tools.sandbox import SANDBOX_FIX, SandboxUnavailable
+
+    def unavailable(name):
+        raise SandboxUnavailable(f"no isolating sandbox can run on this machine; {SANDBOX_FIX}")
+
+    monkeypatch.setattr(sandbox_module, "resolve_backend", unavailable)
+    out = tmp_path / "run"
+    code = main(["eval", "--backend", "scripted", "--model", "oracle", "--split", "repos:0-4",
+                 "--out", str(out), "--no-progress"])  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and len(err) == 1, err
+    assert "no isolating sandbox" in err[0] and "apt-get install bubblewrap" in err[0]
+    assert not (out / "summary.md").exists()
