@@ -19,11 +19,15 @@ right); the per-type threshold maximises the policy's accuracy on out-of-fold pr
 the training questions (a type whose guess is never right abstains throughout). Every answer
 is graded by the real grader (:func:`isg_gym.rewards.grade`); the gold answers must score 100%.
 
-Printed: accuracy of always-abstain, of the zero-tool policy (with each classifier and with
-their mean) and of the gold answers; a per-type table of within-type answerability AUC for both
-classifiers (0.5: no signal), the unanswerable share and the most common answer's share of the
-answerable questions. Goals (issue 9): zero-tool within 3 points of always-abstain; no type's
-AUC above 0.60. The verdicts are printed as measured, met or not.
+Printed: accuracy of always-abstain, of the zero-tool policy (with each classifier, with their
+mean, and with no classifier at all: "type prior", per type always the guess or always
+abstain) and of the gold answers; a per-type table of within-type answerability AUC for both
+classifiers (0.5: no signal; with its standard error), the unanswerable share, the per-type
+accuracy of the zero-tool policy (mean of both classifiers) and of the type prior, and the most
+common answer's share of the answerable questions. A yes/no type whose answers are balanced
+still rewards a blind guess (half of the answerable 3/4: 37.5% against 25% for abstaining), so
+the type prior alone sits above always-abstain. Goals (issue 9): zero-tool within 3 points of
+always-abstain; no type's AUC above 0.60. The verdicts are printed as measured, met or not.
 
 Generated questions are cached under ``--cache`` (default: a directory in the system's temp dir)
 keyed by :data:`~isg_gym.qa.base.QUESTION_VERSION` and a hash of the generator's source, so a
@@ -279,6 +283,17 @@ def fit_policy(questions: Sequence[Question], p: np.ndarray) -> Policy:
     return Policy(guess, threshold)
 
 
+def fit_prior_policy(questions: Sequence[Question], guess: dict[str, str]) -> Policy:
+    """No classifier: per type, always give the guess or always abstain, whichever scores
+    more on ``questions`` (what knowing the type alone earns)."""
+    threshold: dict[str, float] = {}
+    for kind, value in guess.items():
+        mine = [q for q in questions if q.type == kind]
+        hits = sum(grade(q, value).value for q in mine)
+        threshold[kind] = math.inf if hits > sum(not q.answerable for q in mine) else -1.0
+    return Policy(dict(guess), threshold)
+
+
 def accuracy(questions: Sequence[Question], answers: Sequence[str]) -> float:
     if not questions:
         return float("nan")
@@ -327,6 +342,7 @@ def evaluate(
     texts = [q.text for q in questions]
     probs = {m.name: m.predict(texts) for m in fitted}
     probs["mean"] = np.mean([probs[m.name] for m in fitted], axis=0)
+    probs["type prior"] = np.zeros(len(questions))
     abstain = accuracy(questions, [ABSTAIN] * len(questions))
     gold = accuracy(questions, [format_answer(q) for q in questions])
     zero = {
@@ -338,19 +354,25 @@ def evaluate(
     print(f"\n== {label}: {len(questions)} questions, unanswerable share {share:.3f}")
     print(f"  always abstain          {abstain:7.2%}")
     for name, acc in zero.items():
-        print(f"  zero-tool ({name:<9})   {acc:7.2%}  ({100 * (acc - abstain):+.1f} points)")
+        print(f"  zero-tool ({name:<10})  {acc:7.2%}  ({100 * (acc - abstain):+.1f} points)")
+    print("  (type prior: no classifier, per type always the guess or always abstain; the gap "
+          "between it and the classifiers is what the text tells about answerability)")
     print(f"  gold answers (grader)   {gold:7.2%}" + ("" if gold == 1.0 else "  <-- NOT 100%"))
     aucs = {m.name: auc_by_type(questions, probs[m.name]) for m in fitted}
     print(f"  {'type':<22} {'n':>5} {'unans':>6} {'AUC text (SE)':>14} {'AUC struct (SE)':>16}"
-          f"  top answer (its share of the answerable)")  # fmt: skip
+          f" {'zero-tool':>9} {'prior':>6}  top answer (its share of the answerable)")  # fmt: skip
     for kind in sorted(aucs["text"]):
-        n = sum(q.type == kind for q in questions)
-        unans = sum(q.type == kind and not q.answerable for q in questions) / n
+        idx = [i for i, q in enumerate(questions) if q.type == kind]
+        mine = [questions[i] for i in idx]
+        unans = sum(not q.answerable for q in mine) / len(mine)
         value, top = top_answer_share(questions, kind)
         (a_t, se_t), (a_s, se_s) = aucs["text"][kind], aucs["structure"][kind]
-        print(f"  {kind:<22} {n:5d} {unans:6.1%} {a_t:7.3f} ({se_t:.3f}) {a_s:9.3f} ({se_s:.3f})"
-              f"  {value[:20]!r} ({top:.1%})")  # fmt: skip
-    best = max(zero.values())
+        by = {name: accuracy(mine, [policies[name].answer(questions[i], probs[name][i])
+                                    for i in idx]) for name in ("mean", "type prior")}  # fmt: skip
+        print(f"  {kind:<22} {len(mine):5d} {unans:6.1%} {a_t:7.3f} ({se_t:.3f}) {a_s:9.3f} "
+              f"({se_s:.3f}) {by['mean']:9.1%} {by['type prior']:6.1%}  {value[:20]!r} "
+              f"({top:.1%})")  # fmt: skip
+    best = max(v for k, v in zero.items() if k != "type prior")
     gap = best - abstain
     flat = [(a, se, k, m) for m, by in aucs.items() for k, (a, se) in by.items()
             if not math.isnan(a)]  # fmt: skip
@@ -410,6 +432,7 @@ def main(argv: list[str] | None = None) -> int:
     oof["mean"] = np.mean([oof[m.name] for m in fitted], axis=0)
     for name, p in oof.items():
         policies[name] = fit_policy(train, p)
+    policies["type prior"] = fit_prior_policy(train, policies["text"].guess)
     print("  no-data guesses: " + ", ".join(f"{k}={v[:20]!r}" for k, v in
                                             sorted(policies["text"].guess.items())))  # fmt: skip
     evaluate(f"held-out training repositories {args.test.start}-{args.test.stop - 1}", test,
