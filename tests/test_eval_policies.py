@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from isg_gym.dataset import make_dataset
+from isg_gym.eval.errors import InfrastructureError
 from isg_gym.eval.policies import (
     SCRIPTED,
     AbstainPolicy,
@@ -138,8 +139,9 @@ def test_oracle_without_privileged_info_fails_cleanly(tmp_path: Path) -> None:
         privileged = False
 
     ids = _ids(range(1), 2)
-    evaluate(Blind(), ids, tmp_path, concurrency=1, env_kwargs=ENV_KWARGS, report=False)
+    with pytest.raises(InfrastructureError, match="privileged"):  # every episode failed
+        evaluate(Blind(), ids, tmp_path, concurrency=1, env_kwargs=ENV_KWARGS, report=False)
     records = read_records(tmp_path / RECORDS_FILE)
     assert len(records) == 2
     for r in records:
-        assert r["outcome"] == "backend_error" and "privileged" in r["error"]
+        assert r["outcome"] == "policy_error" and "privileged" in r["error"]

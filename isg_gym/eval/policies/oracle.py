@@ -502,7 +502,7 @@ class OraclePolicy(StepPolicy):
                 answer = answer_from(state["task"], observation)
                 call = {"name": "final_answer", "arguments": {"answer": answer}}
         except (ValueError, KeyError) as exc:
-            return Turn(error=f"oracle: {exc}")
+            return Turn(error=f"oracle: {exc}", error_kind="policy")
         message = calls_message([call], len(episode.steps) + 1)
         episode.messages.append(message)
         return Turn(action=message["tool_calls"])
