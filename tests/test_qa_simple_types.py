@@ -276,11 +276,10 @@ def test_count_files_answerable():
         files = walk(r)
         assert q.answer == sum(all(_matches(r, p, c) for c in conds) for p in files)
         assert "README.md" in q.text
-        if not conds:
-            assert q.answer == len(files)
         sizes[len(conds)] += 1
         zeros += q.answer == 0
-    assert all(sizes[k] > 0 for k in range(4)), sizes
+    # 1-3 conditions, as unanswerable counts have (one of theirs names an unrecorded variable).
+    assert sorted(sizes) == [1, 2, 3], sizes
     assert 0 < zeros <= 0.3 * len(questions_)  # absent values count 0, and 0 stays rare
 
 
