@@ -256,9 +256,10 @@ def cmd_paraphrase(args: argparse.Namespace) -> None:
         raise EvalCliError(str(exc)) from None
     questions = [question_from_id(qid) for qid in ids]
     try:
-        results = paraphrase_questions(
-            questions, backend, cache_dir=Path(args.cache), attempts=args.attempts
-        )
+        results = paraphrase_questions(  # cached by the model name as typed (--model)
+            questions, backend, cache_dir=Path(args.cache), attempts=args.attempts,
+            model=args.model,
+        )  # fmt: skip
     finally:
         backend.close()
     accepted = sum(r.accepted for r in results)
