@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from isg_gym.eval.splits import TRAIN_REPOSITORIES, generate_split
+from isg_gym.eval.splits import TRAIN_REPOSITORIES, generate_split, resolve_split
 from isg_gym.qa import format_answer
 from isg_gym.qa.sampling import question_from_id
 from isg_gym.rl import (
@@ -194,7 +194,9 @@ def test_dataset_rows_follow_trl_prompt_flow() -> None:
 
 def test_dataset_rows_from_ranges_splits_and_ids() -> None:
     rows = make_dataset_rows(range(TRAIN_REPOSITORIES.start, TRAIN_REPOSITORIES.stop), n=2)
-    assert [r["question_id"] for r in rows] == ["1000.count_prefix.0", "1001.count_rows.0"]
+    ids = [r["question_id"] for r in rows]  # the split recipe over the range's first two
+    assert ids == resolve_split("repos:1000-1002")
+    assert [i.split(".")[:2] for i in ids] == [["1000", "count_prefix"], ["1001", "count_rows"]]
     with pytest.raises(ValueError, match="pass n"):
         make_dataset_rows(range(TRAIN_REPOSITORIES.start, TRAIN_REPOSITORIES.stop))
     assert len(make_dataset_rows("isg-500", 3)) == 3

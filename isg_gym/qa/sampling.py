@@ -134,6 +134,8 @@ def iter_questions(
     """Questions of consecutive slots, skipping empty slots and repeats of an earlier question
     (same type and params, e.g. a second "which extension" question)."""
     names = _check_types(types)
+    for name in names:  # a wrong config is an error even if no slot reaches its type
+        _config(QUESTION_TYPES[name], configs)
     seen: set[tuple[str, str]] = set()
     for index in range(max_slots if max_slots is not None else 4 * count + 8):
         if len(seen) >= count:

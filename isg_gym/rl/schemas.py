@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from isg_gym.envs.env import SYSTEM_PROMPT
+from isg_gym.qa.conventions import CONVENTIONS
 from isg_gym.tools.schemas import describe_tools, tool_schemas
 
 
@@ -21,8 +22,11 @@ def openai_tools() -> list[dict[str, Any]]:
 
 
 def system_prompt(max_steps: int = 30) -> str:
-    """The env's system prompt (tool descriptions and the Hermes call format) for ``max_steps``."""
-    return SYSTEM_PROMPT.format(tools=describe_tools(), max_steps=max_steps)
+    """The env's system prompt (tool descriptions, the Hermes call format and the answering
+    conventions) for ``max_steps``."""
+    return SYSTEM_PROMPT.format(
+        tools=describe_tools(), max_steps=max_steps, conventions=CONVENTIONS
+    )
 
 
 def tools_json(indent: int | None = 2) -> str:
