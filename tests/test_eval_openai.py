@@ -522,3 +522,31 @@ def test_interrupted_run_resumes_the_missing_episodes(full_run, questions, tmp_p
         same = original[record["question_id"]]
         for key in ("index", "outcome", "prompt_tokens", "completion_tokens", "tool_calls"):
             assert record[key] == same[key], key
+
+
+def test_a_context_overflow_is_the_models_failure_not_infrastructure(tmp_path: Path) -> None:
+    """A 400 "maximum context length" refusal ends the episode as ``context_exceeded``: graded
+    as a wrong answer, never dropped from accuracy (else a model could drop hard questions by
+    talking until it overflows); other refusals stay infrastructure failures."""
+    from isg_gym.eval.splits import resolve_split
+
+    overflow = {"status": 400, "body": "This model's maximum context length is 8192 tokens."}
+    ids = resolve_split("repos:0-2")
+    with ScriptedChatServer([overflow] * 4) as server:
+        backend = _backend(server, max_retries=0)
+        (completion,) = backend.complete([[{"role": "user", "content": "hi"}]], [])
+        backend.close()
+    assert completion.error and completion.error_kind == "model"
+    with ScriptedChatServer([{"status": 503}] * 4) as server:
+        backend = _backend(server, max_retries=0)
+        (completion,) = backend.complete([[{"role": "user", "content": "hi"}]], [])
+        backend.close()
+    assert completion.error and completion.error_kind == "backend"
+    with ScriptedChatServer([overflow] * 8) as server:
+        backend = _backend(server, max_retries=0)
+        evaluate(ChatPolicy(backend), ids, tmp_path, env_kwargs=ENV_KWARGS, report=False)
+        backend.close()
+    records = read_records(tmp_path / RECORDS_FILE)
+    assert [r["outcome"] for r in records] == ["context_exceeded"] * 2
+    summary = summarize(records)
+    assert (summary["n"], summary["correct"], summary["infrastructure_failures"]["n"]) == (2, 0, 0)

@@ -51,7 +51,7 @@ class EpisodeState:
     completion_tokens: int = 0
     model_calls: int = 0
     error: str | None = None  # a backend, sandbox or policy failure that ended the episode
-    error_kind: str | None = None  # "backend" | "sandbox" | "policy" when error is set
+    error_kind: str | None = None  # "backend" | "sandbox" | "policy" | "model" with error
     started: float = field(default_factory=time.perf_counter)
     memory: dict[str, Any] = field(default_factory=dict)
 
@@ -97,7 +97,9 @@ class Turn:
 
     action: Any = None
     error: str | None = None
-    error_kind: str = "backend"  # "backend" (the model's server) or "policy" (a policy bug)
+    # "backend" (the model's server failed), "policy" (a policy bug), or "model" (the model
+    # overflowed its context: its own failure, graded as a wrong answer)
+    error_kind: str = "backend"
 
 
 class Policy:
@@ -208,7 +210,7 @@ class ChatPolicy(StepPolicy):
         episode.prompt_tokens += completion.prompt_tokens
         episode.completion_tokens += completion.completion_tokens
         if completion.error is not None:
-            return Turn(error=completion.error)
+            return Turn(error=completion.error, error_kind=completion.error_kind)
         # Model text goes back to the server in the next request: no lone surrogates (they do
         # not encode), and content "" rather than None (llama.cpp's server refuses null).
         text = safe_text(completion.text or "")

@@ -35,11 +35,13 @@ RECORDS_FILE = "episodes.jsonl"
 BACKEND_ERROR = "backend_error"  # the model's server failed (unreachable, refused, timed out)
 SANDBOX_ERROR = "sandbox_error"  # the Python sandbox could not start or broke
 POLICY_ERROR = "policy_error"  # the policy itself raised
+CONTEXT_EXCEEDED = "context_exceeded"  # the model overflowed its context: a wrong answer
 NO_ANSWER = "no_answer"
 # Infrastructure failures: not answers. They are counted apart from accuracy, shown first in
 # summaries, and retried by ``--resume``.
 INFRA_OUTCOMES = (BACKEND_ERROR, SANDBOX_ERROR, POLICY_ERROR)
-_OUTCOME_OF_KIND = {"backend": BACKEND_ERROR, "sandbox": SANDBOX_ERROR, "policy": POLICY_ERROR}
+_OUTCOME_OF_KIND = {"backend": BACKEND_ERROR, "sandbox": SANDBOX_ERROR, "policy": POLICY_ERROR,
+                    "model": CONTEXT_EXCEEDED}  # fmt: skip
 
 
 def is_infra_failure(record: dict[str, Any]) -> bool:

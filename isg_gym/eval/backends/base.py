@@ -16,7 +16,10 @@ class Completion:
     "arguments": "<json>"}}``) when the backend returns structured calls; a backend that only
     returns text leaves them empty and the env parses Hermes ``<tool_call>`` blocks from
     ``text``. ``error`` is set when the backend failed for good (after its retries); the
-    episode then ends with outcome ``backend_error``.
+    episode then ends with outcome ``backend_error`` (an infrastructure failure, not counted as
+    an answer), or, when ``error_kind`` is ``"model"`` (the conversation no longer fits the
+    model's context: the agent's own doing), ``context_exceeded``, which counts as a wrong
+    answer so that no agent can drop a hard question from its score by overflowing.
     """
 
     text: str = ""
@@ -25,6 +28,7 @@ class Completion:
     completion_tokens: int = 0
     finish_reason: str | None = None
     error: str | None = None
+    error_kind: str = "backend"  # "backend" (infrastructure) or "model" (context exceeded)
 
 
 @runtime_checkable

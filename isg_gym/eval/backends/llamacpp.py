@@ -281,7 +281,7 @@ class LlamaCppBackend:
             except Exception as exc:  # a failure inside llama.cpp ends the episode, not the run
                 return Completion(error=f"llama.cpp: {type(exc).__name__}: {exc}")
             return _completion(response)
-        return Completion(error=error)
+        return Completion(error=error, error_kind="model")  # still over the context window
 
     def close(self) -> None:
         """Free the model."""

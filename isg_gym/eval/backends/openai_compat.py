@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import urlparse
@@ -46,6 +47,23 @@ def clean_message(message: Message) -> Message:
     elif "content" not in out:
         out["content"] = ""
     return out
+
+
+_CONTEXT_ERROR = re.compile(
+    r"context length|context window|maximum context|too many tokens|prompt is too long|"
+    r"reduce the length|exceeds? the (model'?s )?(maximum|context)",
+    re.IGNORECASE,
+)
+
+
+def _error_kind(exc: BaseException) -> str:
+    """``"model"`` for a refusal because the conversation no longer fits the model's context
+    (HTTP 400 saying so: the agent's doing), else ``"backend"`` (infrastructure)."""
+    import openai
+
+    if isinstance(exc, openai.BadRequestError) and _CONTEXT_ERROR.search(str(exc)):
+        return "model"
+    return "backend"
 
 
 def _error_text(exc: BaseException) -> str:
@@ -153,7 +171,7 @@ class OpenAIBackend:
         try:
             response = self._client.chat.completions.create(**self._request(messages, tools))
         except Exception as exc:  # the SDK has retried already: report, never raise
-            return Completion(error=_error_text(exc))
+            return Completion(error=_error_text(exc), error_kind=_error_kind(exc))
         return parse_response(response)
 
     def close(self) -> None:
