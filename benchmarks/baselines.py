@@ -20,11 +20,12 @@ the training questions (a type whose guess is never right abstains throughout). 
 is graded by the real grader (:func:`isg_gym.rewards.grade`); the gold answers must score 100%.
 
 Printed: accuracy of always-abstain, of the zero-tool policy (with each classifier, with their
-mean, and with no classifier at all: "type prior", per type always the guess or always
-abstain) and of the gold answers; a per-type table of within-type answerability AUC for both
-classifiers (0.5: no signal; with its standard error), the unanswerable share, the per-type
-accuracy of the zero-tool policy (mean of both classifiers) and of the type prior, and the most
-common answer's share of the answerable questions. A yes/no type whose answers are balanced
+mean, and with no classifier at all: "type prior", per type always the guess or always abstain),
+of the gold answers and, on isg-500, of the scripted oracle through the tools (read from its
+committed run, ``benchmarks/results/oracle``); a per-type table of within-type answerability AUC
+for both classifiers (0.5: no signal; with its standard error), the unanswerable share, the per-
+type accuracy of the zero-tool policy (mean of both classifiers) and of the type prior, and the
+most common answer's share of the answerable questions. A yes/no type whose answers are balanced
 still rewards a blind guess (half of the answerable 3/4: 37.5% against 25% for abstaining), so
 the type prior alone sits above always-abstain. Goals (issue 9): zero-tool within 3 points of
 always-abstain; no type's AUC above 0.60. The verdicts are printed as measured, met or not.
@@ -334,6 +335,22 @@ def top_answer_share(questions: Sequence[Question], kind: str) -> tuple[str, flo
 
 # --- the report ------------------------------------------------------------------------------
 
+ORACLE_SUMMARY = Path(__file__).resolve().parent / "results" / "oracle" / "summary.json"
+
+
+def oracle_line() -> str:
+    """The scripted oracle's isg-500 accuracy through the tools (its committed run, made with
+    ``isg eval --backend scripted --model oracle --split isg-500``), if it is of this version."""
+    if not ORACLE_SUMMARY.exists():
+        return "oracle (tools)          not run: isg eval --backend scripted --model oracle"
+    summary = json.loads(ORACLE_SUMMARY.read_text(encoding="utf-8"))
+    if summary.get("question_version") != QUESTION_VERSION:
+        return (f"oracle (tools)          {ORACLE_SUMMARY} is of question version "
+                f"{summary.get('question_version')}, not {QUESTION_VERSION}: rerun it")  # fmt: skip
+    return (f"oracle (tools)          {summary['accuracy']:7.2%}  ({summary['correct']}/"
+            f"{summary['n']} through the sandbox, benchmarks/results/oracle)")  # fmt: skip
+
+
 
 def evaluate(
     label: str, questions: list[Question], fitted: list[Model], policies: dict[str, Policy]
@@ -358,6 +375,8 @@ def evaluate(
     print("  (type prior: no classifier, per type always the guess or always abstain; the gap "
           "between it and the classifiers is what the text tells about answerability)")
     print(f"  gold answers (grader)   {gold:7.2%}" + ("" if gold == 1.0 else "  <-- NOT 100%"))
+    if label.startswith("isg-500"):
+        print(f"  {oracle_line()}")
     aucs = {m.name: auc_by_type(questions, probs[m.name]) for m in fitted}
     print(f"  {'type':<22} {'n':>5} {'unans':>6} {'AUC text (SE)':>14} {'AUC struct (SE)':>16}"
           f" {'zero-tool':>9} {'prior':>6}  top answer (its share of the answerable)")  # fmt: skip
