@@ -198,21 +198,24 @@ def _fmt(template: str, **kwargs: str) -> str:
 # --- question types ---------------------------------------------------------------------------
 
 
-ROOT_SHARE = 0.1  # questions about the whole repository (the root always exists)
-
-
 @register
 class FileExtension(QuestionType):
-    """The extension of the data files in the repository or under one directory; "not
-    possible" when that directory does not exist."""
+    """The extension of the data files under one directory; "not possible" when that directory
+    does not exist. (A question about the whole repository is always answerable, so its text
+    would tell: by default none is asked, ``Config.root_share``.)"""
 
     name = "file_extension"
     family = "directory_traversal"
     reasons = (Reason.NO_SUCH_PATH_VALUE,)
 
+    @dataclass(frozen=True)
+    class Config:
+        root_share: float = 0.0  # questions about the whole repository (the root always exists)
+
     def generate(self, ctx: Context, answerable: bool) -> Question | None:
         extension = ctx.repo.data_files[0].rsplit(".", 1)[1]
-        if answerable and ctx.rng.random() < ROOT_SHARE / (1 - DEFAULT_UNANSWERABLE_RATIO):
+        root = self.config.root_share / (1 - DEFAULT_UNANSWERABLE_RATIO)
+        if answerable and root > 0 and ctx.rng.random() < root:
             text = _fmt(ctx.choice(_EXTENSION))
             return ctx.question(text, "extension", extension, params={"directory": ""})
         pick = pick_directory(ctx, exists=answerable)
