@@ -48,6 +48,10 @@ _PREFIX = (
     "How many data files ({not_readme}) are there whose relative path starts with the text "
     "`{prefix}`?",
 )
+_PREFIX_RULE = (
+    "The count may be 0; if the directory part of the prefix (up to its last '/') does not "
+    "exist, the answer is not possible."
+)
 _COUNT_ALL = (
     "How many data files are there in this repository ({not_readme})?",
     "Count the data files in the repository, in all directories ({not_readme}). "
@@ -261,8 +265,9 @@ class CountPrefix(QuestionType):
             count = sum(1 for path in ctx.repo.data_files if path.startswith(prefix))
             if not answerable and count:
                 continue
+            text = _fmt(ctx.choice(_PREFIX), prefix=prefix) + " " + _PREFIX_RULE
             return ctx.question(
-                _fmt(ctx.choice(_PREFIX), prefix=prefix), "integer", count,
+                text, "integer", count,
                 reason=None if answerable else Reason.NO_SUCH_PATH_VALUE,
                 params={"prefix": prefix, "directory": pick.directory},
             )  # fmt: skip
