@@ -51,6 +51,7 @@ import struct
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 CELL = "<cell>"
@@ -555,25 +556,18 @@ def _vm_size() -> int:
     return hi
 
 
-def _probe_seccomp() -> str | None:
-    """Fork a throwaway child that installs the filter and tries execve; None if it works."""
+def _probe_in_child(check: Callable[[], str | None]) -> str | None:
+    """Run ``check`` in a throwaway forked child; None when it returns None, else what it
+    returned or raised (``"probe died"`` when the child said nothing)."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(r)
-        msg = b""
         try:
-            install_seccomp()
-            try:
-                os.execv("/bin/true", ["true"])
-            except OSError as exc:
-                if exc.errno != errno.EPERM:
-                    msg = f"execve gave {exc!r}".encode()
-            else:  # pragma: no cover
-                msg = b"execve was not blocked"
+            msg = (check() or "ok").encode()
         except BaseException as exc:
             msg = repr(exc).encode() or b"error"
-        os.write(w, msg or b"ok")
+        os.write(w, msg[:2000])
         os._exit(0)
     os.close(w)
     out = b""
@@ -582,28 +576,25 @@ def _probe_seccomp() -> str | None:
     os.close(r)
     os.waitpid(pid, 0)
     return None if out == b"ok" else out.decode(errors="replace") or "probe died"
+
+
+def _execve_blocked() -> str | None:
+    install_seccomp()
+    try:
+        os.execv("/bin/true", ["true"])
+    except OSError as exc:
+        return None if exc.errno == errno.EPERM else f"execve gave {exc!r}"
+    return "execve was not blocked"  # pragma: no cover
+
+
+def _probe_seccomp() -> str | None:
+    """A throwaway child installs the filter and tries execve; None if it is refused."""
+    return _probe_in_child(_execve_blocked)
 
 
 def _probe_call_namespaces(cfg: dict[str, Any]) -> str | None:
-    """Fork a throwaway leader that enters the call namespaces; None if that works."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(r)
-        try:
-            enter_call_namespaces(cfg)
-            msg = b"ok"
-        except BaseException as exc:
-            msg = repr(exc).encode()
-        os.write(w, msg)
-        os._exit(0)
-    os.close(w)
-    out = b""
-    while chunk := os.read(r, 4096):
-        out += chunk
-    os.close(r)
-    os.waitpid(pid, 0)
-    return None if out == b"ok" else out.decode(errors="replace") or "probe died"
+    """A throwaway leader enters the call namespaces; None if that works."""
+    return _probe_in_child(lambda: enter_call_namespaces(cfg))
 
 
 def preload(names: list[str]) -> None:
