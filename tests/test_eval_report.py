@@ -353,7 +353,8 @@ def test_leaderboard_order_and_columns(tmp_path: Path) -> None:
     names = [line.split("|")[2].strip() for line in lines[2:]]
     assert names == ["high", "mid", "low", "empty"]
     low, high = metrics.wilson_interval(9, 10)
-    assert f"90.0 ± {100 * (high - low) / 2:.1f}%" in lines[2]
+    assert f"90.0% ({100 * low:.1f}-{100 * high:.1f}%)" in lines[2]  # both ends: not symmetric
+    assert "±" not in text
     assert "repos:0-10" in lines[2] and "big" in lines[2]
     assert "n/a" in lines[5]
 
@@ -379,3 +380,12 @@ def test_final_answer_is_not_an_exploring_tool_call() -> None:
     assert tool_call_count({"tool_calls": calls}) == 2
     assert tool_call_count({"tool_calls": calls[-1:]}) == 0
     assert tool_call_count({}) == 0
+
+
+def test_plots_say_which_run_they_show() -> None:
+    record = make_record(0) | {"question_version": 2}
+    summary = metrics.summarize([record], {"backend": "openai", "model": "qwen3-8b",
+                                           "split": "isg-500"})  # fmt: skip
+    assert report.run_label(summary) == "qwen3-8b (openai) on isg-500, question generator v2"
+    scripted = metrics.summarize([make_record(0)], {"backend": "oracle", "model": "oracle"})
+    assert report.run_label(scripted).startswith("oracle on n/a")

@@ -271,6 +271,16 @@ def _accuracy_bars(path: Path, buckets: list[dict[str, Any]], title: str) -> Non
     )
 
 
+def run_label(summary: dict[str, Any]) -> str:
+    """``model (backend) on split, question generator vN``: what a plot is of."""
+    run = summary.get("run") or {}
+    model, backend = run.get("model") or "?", run.get("backend") or "?"
+    who = model if model == backend else f"{model} ({backend})"
+    version = summary.get("question_version")
+    tail = f", question generator v{version}" if isinstance(version, int) else ""
+    return f"{who} on {_split_text(run.get('split'))}{tail}"
+
+
 def write_plots(summary: dict[str, Any], plots_dir: Path) -> list[Path]:
     """The four report plots; [] (with a warning) when matplotlib is not installed."""
     try:
@@ -281,9 +291,10 @@ def write_plots(summary: dict[str, Any], plots_dir: Path) -> list[Path]:
     plots_dir.mkdir(parents=True, exist_ok=True)
     paths = [plots_dir / name for name in PLOT_FILES]
     by_type = [{"label": k} | v for k, v in summary["by_type"].items()]
-    _accuracy_bars(paths[0], by_type, f"Accuracy by question type (n={summary['n']})")
-    _accuracy_bars(paths[1], summary["by_tool_calls"], "Accuracy by tool calls per episode")
-    token_title = "Accuracy by total tokens per episode"
+    who = run_label(summary)
+    _accuracy_bars(paths[0], by_type, f"{who}\nAccuracy by question type (n={summary['n']})")
+    _accuracy_bars(paths[1], summary["by_tool_calls"], f"{who}\nAccuracy by tool calls per episode")
+    token_title = f"{who}\nAccuracy by total tokens per episode"
     if summary["n"] and not summary["tokens_recorded"]:
         token_title += "\n(all token counts are zero: not recorded)"
     _accuracy_bars(paths[2], summary["by_tokens"], token_title)
@@ -295,7 +306,7 @@ def write_plots(summary: dict[str, Any], plots_dir: Path) -> list[Path]:
         metrics,
         [None, None, None],
         [_ratio(v) for v in metrics],
-        f'Unanswerable detection ("not possible" is positive)\n'
+        f'{who}\nUnanswerable detection ("not possible" is positive)\n'
         f"{det['unanswerable']} unanswerable of {det['n']}, {det['abstained']} abstentions",
         ylabel="score",
     )
@@ -332,11 +343,12 @@ def _ranked(dirs: Sequence[PathLike]) -> list[tuple[str, dict[str, Any]]]:
     return sorted(runs, key=lambda r: (r[1]["accuracy"] is None, -(r[1]["accuracy"] or 0.0), r[0]))
 
 
-def _half_width(summary: dict[str, Any]) -> str:
+def _with_interval(summary: dict[str, Any]) -> str:
+    """``90.0% (80.3-95.4%)``: the 95% Wilson interval is not symmetric, so both ends."""
     if summary["accuracy"] is None:
         return "n/a"
     lo, hi = summary["ci"]
-    return f"{100 * summary['accuracy']:.1f} ± {100 * (hi - lo) / 2:.1f}%"
+    return f"{100 * summary['accuracy']:.1f}% ({100 * lo:.1f}-{100 * hi:.1f}%)"
 
 
 def _leaderboard_text(ranked: list[tuple[str, dict[str, Any]]]) -> str:
@@ -365,7 +377,7 @@ def _leaderboard_text(ranked: list[tuple[str, dict[str, Any]]]) -> str:
                 run.get("model") or "n/a",
                 _split_text(run.get("split")),
                 s["n"],
-                _half_width(s),
+                _with_interval(s),
                 _ratio(s["unanswerable_detection"]["f1"]),
                 _num(s["per_question"]["tool_calls"], 2),
                 _num(s["per_question"]["total_tokens"], 0),
@@ -377,8 +389,8 @@ def _leaderboard_text(ranked: list[tuple[str, dict[str, Any]]]) -> str:
 
 
 def leaderboard(dirs: Sequence[PathLike]) -> str:
-    """A Markdown table comparing run directories, best accuracy first (± is the half-width of
-    the 95% Wilson interval)."""
+    """A Markdown table comparing run directories, best accuracy first, with each accuracy's
+    95% Wilson interval."""
     return _leaderboard_text(_ranked(dirs))
 
 
