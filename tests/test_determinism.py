@@ -14,8 +14,8 @@ import pytest
 from isg_gym.cli import main
 
 GOLDEN = {  # spec v2; one seed per file format: csv jsonl json txt log xlsx, and a larger one
-    0: "ce397b8b1fc0d4c69e2dd12949016931d97766f69621fe6172a770b6251c0606",
-    1: "8b9d498229d607aeb9f2b44c267b2e45c7ce1a75fae876bb84297e2dd2cf78d7",
+    0: "4198bfc7e883ac7dbac46ab1740f4172104bbfcc5f31693601a2997ae3ae77c0",
+    1: "d0bdd432a2ee8b1512a93299f21619e911c62f4b2f9146ef5de5498991996c3e",
     3: "9325fe0a52c849cebc3222dfd0a181bd836e78032033c0a200eae41677e96394",
     6: "d7de0cc42afbb0a27d0e6ae56ade20f82cb8eb9c04161d6fd9452ac8124661d2",
     9: "b1047daf22ec3b589d0945e98f0609b3524bf4e8e7472e4cffdd1b26749c78a5",
