@@ -296,12 +296,18 @@ class GroupComparison(QuestionType):
         return {c.name for c in ctx.spec.columns}
 
     def _question(self, ctx: Context, plan: Plan, answer=None, reason=None) -> Question:
+        params = plan.params()
+        if plan.group_kind == "path":  # the grader accepts the value with its name part too
+            var = next((v for v in ctx.spec.path_variables if v.name == plan.group_by), None)
+            prefix = ctx.spec.layout.style.format(name=var.short, val="") if var else ""
+            if prefix:
+                params["answer_prefix"] = prefix
         return ctx.question(
             question_text(ctx, plan),
             "category",
             answer,
             reason=reason,
-            params=plan.params(),
+            params=params,
             evidence=plan.scope.files,
         )
 
