@@ -300,3 +300,23 @@ def test_regenerates_from_id(answerable):
             assert question_from_id(q.id, repo) == q
             checked += 1
     assert checked >= 5
+
+
+def test_a_path_value_answer_is_right_with_or_without_its_name_part():
+    from isg_gym.qa.sampling import make_question
+    from isg_gym.rewards import grade
+
+    checked = 0
+    for seed in range(60):
+        repo = Repository.from_seed(seed)
+        for index in range(4):
+            q = make_question(repo, "group_comparison", index, True)
+            if q is None or q.params["group_kind"] != "path":
+                continue
+            var = next(v for v in repo.spec.path_variables if v.name == q.params["group_by"])
+            prefix = repo.spec.layout.style.format(name=var.short, val="")
+            assert q.params.get("answer_prefix", "") == prefix
+            assert grade(q, q.answer).correct and grade(q, prefix + q.answer).correct
+            assert not grade(q, prefix + "zz" + q.answer).correct
+            checked += 1
+    assert checked >= 20
