@@ -417,14 +417,10 @@ class PairEngine:
 
     def answerable(self, sk: Skeleton, scope: Scope, min_rows: int = MIN_PAIRS) -> Candidate | None:
         """The skeleton realised answerably on ``scope`` (robust, finite), or None."""
-        data = self.gather(scope)
-        filled = self.fill(data, sk.ops)
-        if filled is None:
+        realised = self._on_scope(sk, scope)
+        if realised is None:
             return None
-        conds, keep = filled
-        pair = self._with_groups(sk.pair, data, keep)
-        if pair is None:
-            return None
+        pair, conds, data, keep = realised
         rows = used_rows(data, pair, keep)
         if diagnose(self.roles, pair, rows) is not None or not robust(pair, rows, min_rows):
             return None
@@ -533,17 +529,22 @@ class PairEngine:
                                                  np.ndarray] | None:  # fmt: skip
         """The skeleton on an answerable scope with conditions that keep rows."""
         scope = self.shared_scope()
-        if scope is None:
+        realised = None if scope is None else self._on_scope(sk, scope)
+        if scope is None or realised is None:
             return None
+        pair, conds, data, keep = realised
+        return scope, pair, [c for c in conds if c is not None], data, keep
+
+    def _on_scope(self, sk: Skeleton, scope: Scope) -> tuple[Pair, list, pd.DataFrame,
+                                                            np.ndarray] | None:  # fmt: skip
+        """The skeleton's conditions filled to keep rows of ``scope`` and its pair's groups."""
         data = self.gather(scope)
         filled = self.fill(data, sk.ops)
         if filled is None:
             return None
         conds, keep = filled
         pair = self._with_groups(sk.pair, data, keep)
-        if pair is None:
-            return None
-        return scope, pair, [c for c in conds if c is not None], data, keep
+        return None if pair is None else (pair, conds, data, keep)
 
     def _constant(self, stat: str, k: int) -> Candidate | None:
         """A draw whose used rows happen to hold a constant column (never forced: forcing it

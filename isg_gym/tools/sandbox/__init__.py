@@ -688,23 +688,27 @@ def bwrap_available() -> str | None:
     if exe is None:
         reason = "bubblewrap (bwrap) is not installed"
     else:
-        with tempfile.TemporaryDirectory() as tmp:
-            cmd = [*bwrap_args(exe, tmp, SandboxLimits()), _python(), "-I", "-S", "-c", "0"]
-            try:
-                proc = subprocess.run(
-                    cmd, capture_output=True, timeout=30, check=False, env={"PATH": "/usr/bin:/bin"}
-                )
-                reason = (
-                    None
-                    if proc.returncode == 0
-                    else (
-                        f"bwrap failed ({proc.returncode}): {proc.stderr.decode(errors='replace')}"
-                    )
-                )
-            except (OSError, subprocess.TimeoutExpired) as exc:
-                reason = f"bwrap failed: {exc!r}"
+        reason = _bwrap_probe(exe, userns=False)
     _BWRAP_OK["result"] = reason
     return reason
+
+
+def _bwrap_probe(exe: str, userns: bool) -> str | None:
+    """Start ``python -c 0`` in our bubblewrap sandbox (in a user namespace with ``userns``);
+    None when it ran, else why not."""
+    what = "bwrap --unshare-user" if userns else "bwrap"
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [*bwrap_args(exe, tmp, SandboxLimits(), userns=userns), _python(), "-I", "-S",
+               "-c", "0"]  # fmt: skip
+        try:
+            proc = subprocess.run(
+                cmd, capture_output=True, timeout=30, check=False, env={"PATH": "/usr/bin:/bin"}
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"{what} failed: {exc!r}"
+    if proc.returncode == 0:
+        return None
+    return f"{what} failed ({proc.returncode}): {proc.stderr.decode(errors='replace').strip()}"
 
 
 _USERNS_OK: dict[str, str | None] = {}
@@ -715,21 +719,7 @@ def bwrap_userns_problem(exe: str) -> str | None:
     (cached per executable)."""
     if exe in _USERNS_OK:
         return _USERNS_OK[exe]
-    with tempfile.TemporaryDirectory() as tmp:
-        args = bwrap_args(exe, tmp, SandboxLimits(), userns=True)
-        cmd = [*args, _python(), "-I", "-S", "-c", "0"]
-        try:
-            proc = subprocess.run(
-                cmd, capture_output=True, timeout=30, check=False, env={"PATH": "/usr/bin:/bin"}
-            )
-            reason = (
-                None
-                if proc.returncode == 0
-                else f"bwrap --unshare-user failed ({proc.returncode}): "
-                f"{proc.stderr.decode(errors='replace').strip()}"
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            reason = f"bwrap --unshare-user failed: {exc!r}"
+    reason = _bwrap_probe(exe, userns=True)
     if reason is not None:
         log.warning("sandbox: %s; bubblewrap runs without a user namespace", reason)
     _USERNS_OK[exe] = reason
