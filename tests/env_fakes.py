@@ -15,6 +15,7 @@ class FakeResult:
     timed_out: bool = False
     killed: bool = False
     duration_s: float = 0.0
+    files_read: tuple[str, ...] = ()
 
 
 class FakeSandbox:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from env_fakes import FakeResult as Result
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -30,17 +30,6 @@ from isg_gym.envs.env import MAX_CODE_CHARS
 
 QID = "118.univariate_statistic.3"
 ENV_CUT = "cut by the environment"
-
-
-@dataclass
-class Result:
-    stdout: str = ""
-    stderr: str = ""
-    value: object = None
-    error: str | None = None
-    timed_out: bool = False
-    killed: bool = False
-    files_read: tuple[str, ...] = ()
 
 
 class ScriptedSandbox:
