@@ -89,7 +89,9 @@ def _model_arguments(s: argparse.ArgumentParser, scripted: bool = True) -> None:
     s.add_argument("--backend", required=True, choices=choices, help="where the model runs")
     s.add_argument("--model", required=True, metavar="NAME",
                    help="model name (openai, vllm), GGUF path or 'smollm2' (llamacpp), or "
-                        "a scripted policy of the env (ISG-v0: oracle|abstain|random)")  # fmt: skip
+                        "a scripted policy of the env (ISG-v0: oracle|abstain|random); "
+                        "several, comma-separated: one run each in OUT/NAME and a "
+                        "leaderboard")  # fmt: skip
     s.add_argument("--base-url", default=None, metavar="URL",
                    help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")  # fmt: skip
     s.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VAR",
@@ -186,7 +188,6 @@ def _smolagents_model_factory(args: argparse.Namespace) -> Any:
 
 def cmd_eval(args: argparse.Namespace) -> None:
     from isg_gym.envs.registry import get_env, parse_env_args
-    from isg_gym.eval.runner import evaluate
 
     if args.concurrency < 1 or (args.episodes is not None and args.episodes < 1):
         raise EvalCliError("--concurrency and --episodes must be positive integers")
@@ -207,27 +208,53 @@ def cmd_eval(args: argparse.Namespace) -> None:
         )
     if args.backend == "smolagents" and args.smolagents_model == "vllm" and args.concurrency > 1:
         raise EvalCliError("--smolagents-model vllm shares one engine: use --concurrency 1")
+    models = [m.strip() for m in args.model.split(",")]
+    if len(models) > 1 and (not all(models) or len(set(models)) != len(models)):
+        raise EvalCliError(f"--model {args.model!r}: give distinct names separated by commas")
+    if len(models) == 1:
+        print(headline(_evaluate_one(args, entry.id, env_kwargs, args.out), args.out))
+        return
+    # Several models: one run each in OUT/MODEL, then the leaderboard of them all.
+    from isg_gym.eval.report import write_leaderboard
+
+    dirs = []
+    for model in models:
+        out = Path(args.out) / model.replace("/", "_")
+        summary = _evaluate_one(argparse.Namespace(**{**vars(args), "model": model}),
+                                entry.id, env_kwargs, out)  # fmt: skip
+        print(f"{model}: {headline(summary, out)}")
+        dirs.append(out)
+    print()
+    print(write_leaderboard(dirs, Path(args.out) / "leaderboard.md"), end="")
+    print(f"leaderboard in {Path(args.out) / 'leaderboard.md'} (and leaderboard.png)")
+
+
+def _evaluate_one(
+    args: argparse.Namespace, env_id: str, env_kwargs: dict[str, Any], out: str | Path
+) -> dict[str, Any]:
+    """Run ``args.model`` on the split into ``out``; its summary."""
+    from isg_gym.eval.runner import evaluate
+
     try:
         policy = make_policy(args)
     except (ImportError, ValueError) as exc:
         raise EvalCliError(str(exc)) from None
     try:
-        summary = evaluate(
+        return evaluate(
             policy,
             args.split,
-            args.out,
+            out,
             episodes=args.episodes,
             concurrency=args.concurrency,
             resume=args.resume,
             env_kwargs=env_kwargs,
             progress=not args.no_progress,
-            env=entry.id,
+            env=env_id,
         )
     except (FileExistsError, ValueError) as exc:
         raise EvalCliError(str(exc)) from None
     finally:
         policy.close()
-    print(headline(summary, args.out))
 
 
 def cmd_envs(args: argparse.Namespace) -> None:
