@@ -1,0 +1,143 @@
+"""The LLM builder: seed -> Spec through the seven stages, with retries and a failure record.
+
+Each stage is one conversation: the system prompt and the stage's user message; a rejected
+reply is answered with the reason (``That reply was rejected: ...``) and the model tries again,
+up to ``max_attempts`` replies per stage. A stage still failing then ends the build: the seed
+is recorded as failed with the stage, the kind of check that failed and its message. A
+backend failure (server unreachable, after the backend's own retries) is not the model's:
+the build ends with status ``error`` and is not cached, so a later run retries it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from isg_gym.eval.backends.base import Completion, Message
+from isg_gym.seeding import check_seed
+from isg_gym.simulator.llm.draft import Draft, Plan
+from isg_gym.simulator.llm.parse import StageError, clip
+from isg_gym.simulator.llm.prompts import PROMPT_VERSION, RETRY, SYSTEM
+from isg_gym.simulator.llm.sanity import SanityError
+from isg_gym.simulator.llm.stages import STAGES, Stage
+from isg_gym.spec.models import Spec
+
+BUILDER = "llm"
+DEFAULT_ATTEMPTS = 3
+Ask = Callable[[list[Message], dict[str, Any]], Completion]
+
+
+@dataclass
+class BuildResult:
+    """The outcome of one seed: ``status`` is ``built`` (``spec`` set), ``failed`` (``failure``
+    names the stage, the kind of check and the reason) or ``error`` (the backend failed:
+    infrastructure, not cached). ``stats``: model calls, tokens, seconds, and per stage the
+    replies asked and the rejected ones by kind."""
+
+    seed: int
+    status: str
+    spec: Spec | None = None
+    failure: dict[str, Any] | None = None
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+def _new_stats() -> dict[str, Any]:
+    return {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "seconds": 0.0,
+            "stages": {}}  # fmt: skip
+
+
+def backend_ask(backend: Any) -> Ask:
+    """``ask`` over a ChatBackend: one conversation per call, the stage's JSON schema passed as
+    ``response_format`` where the backend's ``complete`` accepts it (constrained decoding),
+    else prompt and parse (the schema is in the prompt; the reply is validated all the same)."""
+    try:
+        structured = "response_format" in inspect.signature(backend.complete).parameters
+    except (TypeError, ValueError):
+        structured = False
+
+    def ask(messages: list[Message], response_format: dict[str, Any]) -> Completion:
+        if structured:
+            return backend.complete([messages], [], response_format=response_format)[0]
+        return backend.complete([messages], [])[0]
+
+    ask.structured = structured  # type: ignore[attr-defined]
+    return ask
+
+
+class LLMBuilder:
+    """Builds Specs with a chat model through ``ask`` (see :func:`backend_ask`).
+
+    ``model`` names the model in cache keys; ``max_attempts`` bounds the replies per stage.
+    """
+
+    name = BUILDER
+    prompt_version = PROMPT_VERSION
+
+    def __init__(self, ask: Ask, model: str, max_attempts: int = DEFAULT_ATTEMPTS) -> None:
+        if max_attempts < 1:
+            raise ValueError("max_attempts must be >= 1")
+        self.ask = ask
+        self.model = model
+        self.max_attempts = int(max_attempts)
+
+    def build(self, seed: int) -> BuildResult:
+        seed = check_seed(seed)
+        started = time.perf_counter()
+        draft = Draft(Plan.of(seed))
+        stats = _new_stats()
+        result = None
+        for stage in STAGES:
+            result = self._stage(stage, draft, stats)
+            if result is not None:
+                break
+        stats["seconds"] = round(time.perf_counter() - started, 3)
+        if result is None:
+            result = BuildResult(seed, "built", spec=draft.extra["spec"])
+            stats["sanity"] = draft.extra["sanity"]
+        result.stats = stats
+        return result
+
+    def _stage(self, stage: Stage, draft: Draft, stats: dict[str, Any]) -> BuildResult | None:
+        """Run one stage; None when accepted, else the failed (or error) result."""
+        record = stats["stages"].setdefault(stage.name, {"attempts": 0, "rejected": {}})
+        messages: list[Message] = [
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": stage.user_message(draft)},
+        ]
+        error: StageError | None = None
+        for _ in range(self.max_attempts):
+            completion = self.ask(messages, stage.response_format)
+            record["attempts"] += 1
+            stats["calls"] += 1
+            stats["prompt_tokens"] += completion.prompt_tokens
+            stats["completion_tokens"] += completion.completion_tokens
+            if completion.error:
+                if completion.error_kind == "model":  # the conversation outgrew the context
+                    error = StageError("context", completion.error)
+                    record["rejected"]["context"] = record["rejected"].get("context", 0) + 1
+                    break
+                return BuildResult(draft.seed, "error", failure={
+                    "stage": stage.name, "kind": "backend", "reason": clip(completion.error)})  # fmt: skip
+            try:
+                stage.check(draft, completion.text)
+                return None
+            except StageError as exc:
+                error = exc
+                if exc.kind == "json" and completion.finish_reason == "length":
+                    error = StageError("truncated", f"{exc} (cut at the token limit: write "
+                                                    "less)")  # fmt: skip
+            except Exception as exc:  # a bug in a check: recorded loudly, never retried
+                error = StageError("internal", f"{type(exc).__name__}: {exc}")
+            rejected = record["rejected"]
+            rejected[error.kind] = rejected.get(error.kind, 0) + 1
+            if error.kind == "internal" or (isinstance(error, SanityError) and not error.retry):
+                break
+            messages = [*messages, {"role": "assistant", "content": completion.text},
+                        {"role": "user", "content": RETRY.format(error=error)}]  # fmt: skip
+        assert error is not None
+        return BuildResult(draft.seed, "failed", failure={
+            "stage": stage.name, "kind": error.kind, "reason": clip(str(error)),
+            "attempts": record["attempts"]})  # fmt: skip
