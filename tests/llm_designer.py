@@ -51,9 +51,15 @@ def _count(prompt: str, group: str) -> int:
 
 def _variables(pool: tuple[str, ...], count: int, offset: int, unit: str) -> list[dict]:
     names = [pool[(offset + i) % len(pool)] for i in range(count)]
-    return [{"name": n, "label": n.replace("_", " "), "unit": unit,
-             "description": f"The {n.replace('_', ' ')} of each unit, as measured."}
-            for n in names]  # fmt: skip
+    return [
+        {
+            "name": n,
+            "label": n.replace("_", " "),
+            "unit": unit,
+            "description": f"The {n.replace('_', ' ')} of each unit, as measured.",
+        }
+        for n in names
+    ]
 
 
 def valid_reply(stage: str, prompt: str) -> dict[str, Any]:
@@ -63,59 +69,109 @@ def valid_reply(stage: str, prompt: str) -> dict[str, Any]:
     topic = sub.group(1).strip() if sub else "the system"
     names = _line_json(prompt, "Required names") or []
     if stage == "titles":
-        return {"titles": [f"Study {h % 997 + i} of {topic} under controlled variation"
-                           for i in range(5)]}  # fmt: skip
+        return {
+            "titles": [
+                f"Study {h % 997 + i} of {topic} under controlled variation" for i in range(5)
+            ]
+        }
     if stage == "design":
         text = f"This project examines {topic} with repeated measurements. " * 2
         return {
-            "setting": text, "goal": "Estimate how the conditions change the outcomes.",
+            "setting": text,
+            "goal": "Estimate how the conditions change the outcomes.",
             "hypothesis": "Higher levels of the conditions raise the outcomes.",
             "setup": "Samples are measured in batches under each condition by trained staff.",
-            "file_unit": "batch", "row_unit": "one measured sample",
+            "file_unit": "batch",
+            "row_unit": "one measured sample",
             "conditions": _variables(CONDITIONS, _count(prompt, "conditions"), h, "unit"),
             "measured": _variables(MEASURED, _count(prompt, "measured"), h, "g"),
             "outcomes": _variables(OUTCOMES, _count(prompt, "outcomes"), h, "score"),
             "confounders": _variables(CONFOUNDERS, _count(prompt, "confounders"), h, ""),
-        }  # fmt: skip
+        }
     if stage == "abstract":
         sentence = f"We study {topic} and record every sample under each condition carefully. "
         return {"abstract": sentence * 14}
     if stage == "paths":
-        return {"path_variables": [
-            {"name": n, "short": n.replace("_", "")[:6], "kind": "numeric",
-             "values": [10 * (j + 1) for j in range(2 + (h + i) % 3)]}
-            for i, n in enumerate(names)]}  # fmt: skip
+        return {
+            "path_variables": [
+                {
+                    "name": n,
+                    "short": n.replace("_", "")[:6],
+                    "kind": "numeric",
+                    "values": [10 * (j + 1) for j in range(2 + (h + i) % 3)],
+                }
+                for i, n in enumerate(names)
+            ]
+        }
     if stage == "layout":
         dirs, last = names[:-1], names[-1:]
         levels = [[k] for k in dirs] if len(dirs) <= 4 else [dirs[:2], *[[k] for k in dirs[2:]]]
-        return {"levels": levels, "level_joiners": ["_"] * len(levels), "filename": last,
-                "filename_joiner": "-", "style": "{name}={val}", "date_format": "%Y-%m-%d"}
+        return {
+            "levels": levels,
+            "level_joiners": ["_"] * len(levels),
+            "filename": last,
+            "filename_joiner": "-",
+            "style": "{name}={val}",
+            "date_format": "%Y-%m-%d",
+        }
     if stage == "columns":
         columns = []
         for i, n in enumerate(names):
             if i % 3 == 0:
-                columns.append({"name": n, "role": "continuous", "decimals": 2, "clip": None,
-                                "distribution": {"name": "normal", "mean": 50, "sd": 10}})
+                columns.append(
+                    {
+                        "name": n,
+                        "role": "continuous",
+                        "decimals": 2,
+                        "clip": None,
+                        "distribution": {"name": "normal", "mean": 50, "sd": 10},
+                    }
+                )
             elif i % 3 == 1:
-                columns.append({"name": n, "role": "integer",
-                                "distribution": {"name": "poisson", "lam": 5}})
+                columns.append(
+                    {"name": n, "role": "integer", "distribution": {"name": "poisson", "lam": 5}}
+                )
             else:
-                columns.append({"name": n, "role": "categorical",
-                                "values": ["alpha", "beta", "gamma"],
-                                "probabilities": [0.5, 0.3, 0.2]})
-        return {"identifier": {"name": "sample_id", "label": "sample identifier",
-                               "description": "Code of the sample.", "prefix": "SM"},
-                "timestamp": {"name": "measured_at", "label": "measurement time",
-                              "description": "When the sample was measured.",
-                              "interval_seconds": 600, "regular": True},
-                "columns": columns}  # fmt: skip
+                columns.append(
+                    {
+                        "name": n,
+                        "role": "categorical",
+                        "values": ["alpha", "beta", "gamma"],
+                        "probabilities": [0.5, 0.3, 0.2],
+                    }
+                )
+        return {
+            "identifier": {
+                "name": "sample_id",
+                "label": "sample identifier",
+                "description": "Code of the sample.",
+                "prefix": "SM",
+            },
+            "timestamp": {
+                "name": "measured_at",
+                "label": "measurement time",
+                "description": "When the sample was measured.",
+                "interval_seconds": 600,
+                "regular": True,
+            },
+            "columns": columns,
+        }
     if stage == "dependents":
         inputs = _line_json(prompt, "Inputs") or {}
         x = next(n for n, k in inputs.items() if k == "numeric")
-        return {"dependents": [
-            {"name": n, "expression": f"{10 + i} + {2 + i}*log(abs({x}) + 1)", "noise_sd": 0.1,
-             "decimals": 3, "clip": None, "typical_range": [5, 60]}
-            for i, n in enumerate(names)]}  # fmt: skip
+        return {
+            "dependents": [
+                {
+                    "name": n,
+                    "expression": f"{10 + i} + {2 + i}*log(abs({x}) + 1)",
+                    "noise_sd": 0.1,
+                    "decimals": 3,
+                    "clip": None,
+                    "typical_range": [5, 60],
+                }
+                for i, n in enumerate(names)
+            ]
+        }
     raise ValueError(f"unknown stage {stage!r}")
 
 

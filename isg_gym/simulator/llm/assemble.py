@@ -45,11 +45,19 @@ def add_extra_path_variables(draft: Draft, conditions: list[PathVariable]) -> li
     shorts = {v.short for v in conditions}
     out = list(conditions)
 
-    def add(key: str, kind: str, name: str, short: str, label: str, description: str,
-            values: list[str]) -> None:  # fmt: skip
-        var = PathVariable(key=key, kind=kind, name=free_name(name, names, "_path"),
-                           short=_free_short(short, shorts), label=label, unit="",
-                           description=description, values=values)  # fmt: skip
+    def add(
+        key: str, kind: str, name: str, short: str, label: str, description: str, values: list[str]
+    ) -> None:
+        var = PathVariable(
+            key=key,
+            kind=kind,
+            name=free_name(name, names, "_path"),
+            short=_free_short(short, shorts),
+            label=label,
+            unit="",
+            description=description,
+            values=values,
+        )
         names.add(var.name)
         shorts.add(var.short)
         out.append(var)
@@ -57,17 +65,35 @@ def add_extra_path_variables(draft: Draft, conditions: list[PathVariable]) -> li
     unit = snake(d.file_unit, 20)
     if extras["seq_number"]:
         count = int(rng.integers(2, 25))
-        add("seq_number", "sequence", f"{unit}_number", short_name(unit) or "run",
+        add(
+            "seq_number",
+            "sequence",
+            f"{unit}_number",
+            short_name(unit) or "run",
             f"{d.file_unit} number"[:60],
             f"Running number of the {d.file_unit} within its condition."[:240],
-            [str(i) for i in range(1, count + 1)])  # fmt: skip
+            [str(i) for i in range(1, count + 1)],
+        )
     if extras["researcher"]:
-        add("researcher", "researcher", "researcher", "by", "researcher",
+        add(
+            "researcher",
+            "researcher",
+            "researcher",
+            "by",
+            "researcher",
             "Researcher who collected the data file.",
-            _researchers(rng, int(rng.integers(2, 6))))  # fmt: skip
+            _researchers(rng, int(rng.integers(2, 6))),
+        )
     if extras["date"]:
-        add("date", "date", "collection_date", "date", "collection date",
-            "Date on which the file was recorded.", _dates(rng, int(rng.integers(2, 11))))
+        add(
+            "date",
+            "date",
+            "collection_date",
+            "date",
+            "collection date",
+            "Date on which the file was recorded.",
+            _dates(rng, int(rng.integers(2, 11))),
+        )
     return out
 
 
@@ -91,21 +117,29 @@ def compose_description(draft: Draft) -> str:
     conditions = [p for p in draft.path_variables if p.kind in ("numeric", "categorical")]
     confounders = [v for v in draft.unrecorded if v in d.confounders]
     planned = [v for v in draft.unrecorded if v not in d.confounders]
-    first = (f"Possible confounders that were not recorded: {_listing(confounders)}."
-             if confounders else "No unrecorded confounders were identified.")  # fmt: skip
-    second = (f" Measured in the design but not recorded in the files: {_listing(planned)}."
-              if planned else "")  # fmt: skip
-    return "\n\n".join([
-        f"{_sentence(d.setting)} This project belongs to {t.subdomain} ({t.domain}).",
-        f"Goal. {_sentence(d.goal)}",
-        f"Hypothesis. {_sentence(d.hypothesis)}",
-        f"Set-up. {_sentence(d.setup)} Each data file holds one {d.file_unit}; each row is "
-        f"{_sentence(d.row_unit)} Experimental conditions are encoded in the directory "
-        f"layout: {_listing(conditions)}.",
-        f"Independent variables. Recorded for each row: {_listing(draft.recorded)}.",
-        f"Dependent variables. {_sentence(_listing(d.outcomes))}",
-        "Confounders. " + first + second,
-    ])  # fmt: skip
+    first = (
+        f"Possible confounders that were not recorded: {_listing(confounders)}."
+        if confounders
+        else "No unrecorded confounders were identified."
+    )
+    second = (
+        f" Measured in the design but not recorded in the files: {_listing(planned)}."
+        if planned
+        else ""
+    )
+    return "\n\n".join(
+        [
+            f"{_sentence(d.setting)} This project belongs to {t.subdomain} ({t.domain}).",
+            f"Goal. {_sentence(d.goal)}",
+            f"Hypothesis. {_sentence(d.hypothesis)}",
+            f"Set-up. {_sentence(d.setup)} Each data file holds one {d.file_unit}; each row is "
+            f"{_sentence(d.row_unit)} Experimental conditions are encoded in the directory "
+            f"layout: {_listing(conditions)}.",
+            f"Independent variables. Recorded for each row: {_listing(draft.recorded)}.",
+            f"Dependent variables. {_sentence(_listing(d.outcomes))}",
+            "Confounders. " + first + second,
+        ]
+    )
 
 
 def _sort_key(draft: Draft) -> str | None:
@@ -125,8 +159,9 @@ def _sort_key(draft: Draft) -> str | None:
 def assemble_spec(draft: Draft) -> Spec:
     """The Spec of a draft whose stages have all been accepted."""
     assert draft.title and draft.abstract and draft.layout is not None
-    story = Story(title=draft.title, description=compose_description(draft),
-                  abstract=draft.abstract)  # fmt: skip
+    story = Story(
+        title=draft.title, description=compose_description(draft), abstract=draft.abstract
+    )
     return Spec(
         seed=draft.seed,
         taxonomy=draft.plan.triple,

@@ -45,8 +45,7 @@ class BuildResult:
 
 
 def _new_stats() -> dict[str, Any]:
-    return {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "seconds": 0.0,
-            "stages": {}}  # fmt: skip
+    return {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "seconds": 0.0, "stages": {}}
 
 
 def backend_ask(backend: Any) -> Ask:
@@ -119,25 +118,41 @@ class LLMBuilder:
                     error = StageError("context", completion.error)
                     record["rejected"]["context"] = record["rejected"].get("context", 0) + 1
                     break
-                return BuildResult(draft.seed, "error", failure={
-                    "stage": stage.name, "kind": "backend", "reason": clip(completion.error)})  # fmt: skip
+                return BuildResult(
+                    draft.seed,
+                    "error",
+                    failure={
+                        "stage": stage.name,
+                        "kind": "backend",
+                        "reason": clip(completion.error),
+                    },
+                )
             try:
                 stage.check(draft, completion.text)
                 return None
             except StageError as exc:
                 error = exc
                 if exc.kind == "json" and completion.finish_reason == "length":
-                    error = StageError("truncated", f"{exc} (cut at the token limit: write "
-                                                    "less)")  # fmt: skip
+                    error = StageError("truncated", f"{exc} (cut at the token limit: write less)")
             except Exception as exc:  # a bug in a check: recorded loudly, never retried
                 error = StageError("internal", f"{type(exc).__name__}: {exc}")
             rejected = record["rejected"]
             rejected[error.kind] = rejected.get(error.kind, 0) + 1
             if error.kind == "internal" or (isinstance(error, SanityError) and not error.retry):
                 break
-            messages = [*messages, {"role": "assistant", "content": completion.text},
-                        {"role": "user", "content": RETRY.format(error=error)}]  # fmt: skip
+            messages = [
+                *messages,
+                {"role": "assistant", "content": completion.text},
+                {"role": "user", "content": RETRY.format(error=error)},
+            ]
         assert error is not None
-        return BuildResult(draft.seed, "failed", failure={
-            "stage": stage.name, "kind": error.kind, "reason": clip(str(error)),
-            "attempts": record["attempts"]})  # fmt: skip
+        return BuildResult(
+            draft.seed,
+            "failed",
+            failure={
+                "stage": stage.name,
+                "kind": error.kind,
+                "reason": clip(str(error)),
+                "attempts": record["attempts"],
+            },
+        )

@@ -134,6 +134,10 @@ def file_format(seed: int) -> str:
 
 
 def start_time(rng: np.random.Generator) -> dt.datetime:
-    return dt.datetime(int(rng.integers(2015, 2025)), int(rng.integers(1, 13)),
-                       int(rng.integers(1, 29)), int(rng.integers(0, 24)),
-                       tzinfo=dt.UTC)  # fmt: skip
+    return dt.datetime(
+        int(rng.integers(2015, 2025)),
+        int(rng.integers(1, 13)),
+        int(rng.integers(1, 29)),
+        int(rng.integers(0, 24)),
+        tzinfo=dt.UTC,
+    )

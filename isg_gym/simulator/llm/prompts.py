@@ -63,10 +63,15 @@ def _variables(items: list[VariableInfo]) -> str:
 def _design(draft: Draft) -> str:
     d = draft.design
     assert d is not None
-    return "\n".join([
-        f"Setting: {d.setting}", f"Goal: {d.goal}", f"Hypothesis: {d.hypothesis}",
-        f"Set-up: {d.setup}", f"Each data file holds one {d.file_unit}; each row is {d.row_unit}.",
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            f"Setting: {d.setting}",
+            f"Goal: {d.goal}",
+            f"Hypothesis: {d.hypothesis}",
+            f"Set-up: {d.setup}",
+            f"Each data file holds one {d.file_unit}; each row is {d.row_unit}.",
+        ]
+    )
 
 
 def _format(schema: dict, example: dict) -> str:
@@ -94,14 +99,24 @@ def titles(draft: Draft, schema: dict) -> str:
 
 def design(draft: Draft, schema: dict) -> str:
     p = draft.plan
-    variable = {"name": "soil_moisture", "label": "soil moisture", "unit": "%",
-                "description": "Volumetric soil water content at sowing."}  # fmt: skip
+    variable = {
+        "name": "soil_moisture",
+        "label": "soil moisture",
+        "unit": "%",
+        "description": "Volumetric soil water content at sowing.",
+    }
     example = {
-        "setting": "...", "goal": "...", "hypothesis": "...", "setup": "...",
-        "file_unit": "field plot", "row_unit": "one harvested plant",
-        "conditions": [variable], "measured": [variable], "outcomes": [variable],
+        "setting": "...",
+        "goal": "...",
+        "hypothesis": "...",
+        "setup": "...",
+        "file_unit": "field plot",
+        "row_unit": "one harvested plant",
+        "conditions": [variable],
+        "measured": [variable],
+        "outcomes": [variable],
         "confounders": [variable],
-    }  # fmt: skip
+    }
     return (
         f"Step 2 of {STAGES}: the project description.\n{_project(draft)}\n\n"
         "Describe the project and its variables:\n"
@@ -142,11 +157,17 @@ def paths(draft: Draft, schema: dict) -> str:
     d = draft.design
     assert d is not None
     names = [v.name for v in d.conditions]
-    example = {"path_variables": [
-        {"name": "temperature", "short": "temp", "kind": "numeric", "values": [20, 25, 30]},
-        {"name": "treatment", "short": "trt", "kind": "categorical",
-         "values": ["control", "lowdose", "highdose"]},
-    ]}  # fmt: skip
+    example = {
+        "path_variables": [
+            {"name": "temperature", "short": "temp", "kind": "numeric", "values": [20, 25, 30]},
+            {
+                "name": "treatment",
+                "short": "trt",
+                "kind": "categorical",
+                "values": ["control", "lowdose", "highdose"],
+            },
+        ]
+    }
     return (
         f"Step 4 of {STAGES}: values of the experimental conditions.\n{_project(draft)}\n"
         f"Conditions (each data file has one value of each; the values name its "
@@ -160,16 +181,26 @@ def paths(draft: Draft, schema: dict) -> str:
 
 
 def _key_text(var: PathVariable) -> str:
-    what = {"sequence": "a running number", "date": "a date", "researcher": "a researcher name",
-            "numeric": "a number", "categorical": "a word"}[var.kind]  # fmt: skip
+    what = {
+        "sequence": "a running number",
+        "date": "a date",
+        "researcher": "a researcher name",
+        "numeric": "a number",
+        "categorical": "a word",
+    }[var.kind]
     return f"- {var.key}: {var.label} ({what}, e.g. {var.values[0]})"
 
 
 def layout(draft: Draft, schema: dict) -> str:
     keys = [v.key for v in draft.path_variables]
-    example = {"levels": [["var1"], ["var2", "date"]], "level_joiners": ["_", "-"],
-               "filename": ["seq_number"], "filename_joiner": "_", "style": "{name}={val}",
-               "date_format": "%Y-%m-%d"}  # fmt: skip
+    example = {
+        "levels": [["var1"], ["var2", "date"]],
+        "level_joiners": ["_", "-"],
+        "filename": ["seq_number"],
+        "filename_joiner": "_",
+        "style": "{name}={val}",
+        "date_format": "%Y-%m-%d",
+    }
     return (
         f"Step 5 of {STAGES}: the path template of the data files.\n{_project(draft)}\n"
         "A file's path is built from these placeholders:\n"
@@ -186,21 +217,40 @@ def layout(draft: Draft, schema: dict) -> str:
 def columns(draft: Draft, schema: dict) -> str:
     names = [v.name for v in draft.recorded]
     example = {
-        "identifier": {"name": "plant_id", "label": "plant identifier", "prefix": "PL",
-                       "description": "Code of the harvested plant."},
-        "timestamp": {"name": "measured_at", "label": "measurement time",
-                      "description": "When the plant was weighed.", "interval_seconds": 3600,
-                      "regular": True},
+        "identifier": {
+            "name": "plant_id",
+            "label": "plant identifier",
+            "prefix": "PL",
+            "description": "Code of the harvested plant.",
+        },
+        "timestamp": {
+            "name": "measured_at",
+            "label": "measurement time",
+            "description": "When the plant was weighed.",
+            "interval_seconds": 3600,
+            "regular": True,
+        },
         "columns": [
-            {"name": "cultivar", "role": "categorical", "values": ["Apex", "Blaze"],
-             "probabilities": [0.6, 0.4]},
-            {"name": "weed_count", "role": "integer",
-             "distribution": {"name": "poisson", "lam": 6}},
-            {"name": "soil_moisture", "role": "continuous",
-             "distribution": {"name": "normal", "mean": 24, "sd": 4}, "decimals": 1,
-             "clip": [0, 100]},
+            {
+                "name": "cultivar",
+                "role": "categorical",
+                "values": ["Apex", "Blaze"],
+                "probabilities": [0.6, 0.4],
+            },
+            {
+                "name": "weed_count",
+                "role": "integer",
+                "distribution": {"name": "poisson", "lam": 6},
+            },
+            {
+                "name": "soil_moisture",
+                "role": "continuous",
+                "distribution": {"name": "normal", "mean": 24, "sd": 4},
+                "decimals": 1,
+                "clip": [0, 100],
+            },
         ],
-    }  # fmt: skip
+    }
     return (
         f"Step 6 of {STAGES}: the columns of the data files.\n{_project(draft)}\n"
         f"Each row is {draft.design.row_unit if draft.design else 'one record'}. It has an "
@@ -267,13 +317,27 @@ def dependents(draft: Draft, schema: dict) -> str:
     d = draft.design
     assert d is not None
     lines, kinds = inputs(draft)
-    example = {"dependents": [
-        {"name": "grain_yield", "expression": "2 + 3*nitrogen/(nitrogen + 40) - 0.05*weeds",
-         "noise_sd": 0.3, "decimals": 2, "clip": [0, None], "typical_range": [1.5, 5]},
-        {"name": "disease_class", "expression":
-         "cut(0.1*moisture + (cultivar == 'Apex'), [2, 3], ['low', 'moderate', 'high'])",
-         "noise_sd": 0.2, "decimals": 0, "clip": None, "typical_range": [1, 4]},
-    ]}  # fmt: skip
+    example = {
+        "dependents": [
+            {
+                "name": "grain_yield",
+                "expression": "2 + 3*nitrogen/(nitrogen + 40) - 0.05*weeds",
+                "noise_sd": 0.3,
+                "decimals": 2,
+                "clip": [0, None],
+                "typical_range": [1.5, 5],
+            },
+            {
+                "name": "disease_class",
+                "expression": "cut(0.1*moisture + (cultivar == 'Apex'), [2, 3], "
+                "['low', 'moderate', 'high'])",
+                "noise_sd": 0.2,
+                "decimals": 0,
+                "clip": None,
+                "typical_range": [1, 4],
+            },
+        ]
+    }
     return (
         f"Step 7 of {STAGES}: how the outcomes are generated.\n{_project(draft)}\n"
         f"Hypothesis: {d.hypothesis}\n"

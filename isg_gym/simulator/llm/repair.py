@@ -83,9 +83,9 @@ def rename(items: Any, key: str = "name") -> Any:
     """Items (dicts) with their ``key`` in snake case."""
     if isinstance(items, list):
         for item in items:
-            if isinstance(item, dict) and isinstance(item.get(key), str):
-                if not NAME_RE.match(item[key]) or item[key] in RESERVED_NAMES:
-                    item[key] = snake(item[key])
+            name = item.get(key) if isinstance(item, dict) else None
+            if isinstance(name, str) and (not NAME_RE.match(name) or name in RESERVED_NAMES):
+                item[key] = snake(name)
     return items
 
 
@@ -113,8 +113,11 @@ def match(expected: Sequence[str], items: Sequence[Any], what: str) -> list[Any]
     missing = [n for n in expected if n not in by_name]
     if len(rest) < len(missing):
         got = [getattr(i, "name", "?") for i in items]
-        raise StageError("schema", f"give one {what} for each of {list(expected)} (exactly "
-                                   f"these names, in this order); the reply had {got}")  # fmt: skip
+        raise StageError(
+            "schema",
+            f"give one {what} for each of {list(expected)} (exactly "
+            f"these names, in this order); the reply had {got}",
+        )
     for name, item in zip(missing, rest, strict=False):
         by_name[name] = item
     return [by_name[n] for n in expected]

@@ -87,8 +87,10 @@ DesignReply = _reply(
     hypothesis=(Text, ...),
     setup=(Text, Field(description="how the data are collected")),
     file_unit=(Word, Field(description="what one data file holds, a short noun, e.g. 'run'")),
-    row_unit=(Annotated[str, Field(min_length=5, max_length=80)],
-              Field(description="what one row is, e.g. 'one leaf sample'")),  # fmt: skip
+    row_unit=(
+        Annotated[str, Field(min_length=5, max_length=80)],
+        Field(description="what one row is, e.g. 'one leaf sample'"),
+    ),
     conditions=(list[Variable], Field(min_length=1, max_length=MAX_CONDITIONS)),
     measured=(list[Variable], Field(min_length=3, max_length=MAX_MEASURED)),
     outcomes=(list[Variable], Field(min_length=2, max_length=MAX_OUTCOMES)),
@@ -124,8 +126,10 @@ PathsReply = _reply(
 Key = Literal[PATH_KEYS]  # type: ignore[valid-type]
 LayoutReply = _reply(
     "LayoutReply",
-    levels=(list[Annotated[list[Key], Field(min_length=1, max_length=3)]],
-            Field(min_length=1, max_length=4)),  # fmt: skip
+    levels=(
+        list[Annotated[list[Key], Field(min_length=1, max_length=3)]],
+        Field(min_length=1, max_length=4),
+    ),
     level_joiners=(list[Literal["-", "_"]], Field(min_length=1, max_length=4)),
     filename=(list[Key], Field(min_length=1, max_length=3)),
     filename_joiner=_field(Layout, "filename_joiner"),
@@ -155,8 +159,10 @@ CategoricalReply = _reply(
     "CategoricalReply",
     name=(Name, ...),
     role=(Literal["categorical"], ...),
-    values=(list[Annotated[str, Field(min_length=1, max_length=24)]],
-            Field(min_length=2, max_length=MAX_LABELS)),  # fmt: skip
+    values=(
+        list[Annotated[str, Field(min_length=1, max_length=24)]],
+        Field(min_length=2, max_length=MAX_LABELS),
+    ),
     probabilities=(list[float], Field(min_length=2, max_length=MAX_LABELS)),
 )
 IntegerReply = _reply(
@@ -194,8 +200,10 @@ DependentReply = _reply(
     noise_sd=_field(DependentColumn, "noise_sd"),
     decimals=_field(DependentColumn, "decimals"),
     clip=_field(DependentColumn, "clip"),
-    typical_range=(tuple[float, float],
-                   Field(description="[low, high]: where most values should lie")),  # fmt: skip
+    typical_range=(
+        tuple[float, float],
+        Field(description="[low, high]: where most values should lie"),
+    ),
 )
 DependentsReply = _reply(
     "DependentsReply",

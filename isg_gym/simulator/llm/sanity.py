@@ -90,9 +90,12 @@ def association(x: pd.Series, y: pd.Series) -> float:
 
 
 def _check_dependent(
-    col: DependentColumn, y: pd.Series, rows: pd.DataFrame, inputs: frozenset[str],
+    col: DependentColumn,
+    y: pd.Series,
+    rows: pd.DataFrame,
+    inputs: frozenset[str],
     typical: tuple[float, float] | None,
-) -> list[str]:  # fmt: skip
+) -> list[str]:
     problems = []
     present = y.dropna()
     counts = present.value_counts()
@@ -100,20 +103,26 @@ def _check_dependent(
         value = counts.index[0] if len(counts) else "missing"
         return [f"{col.name} is constant ({value!r} in every row)"]
     if counts.iloc[0] > MAX_MODE_SHARE * len(present):
-        problems.append(f"{col.name} is nearly constant: {counts.index[0]!r} in "
-                        f"{counts.iloc[0] / len(present):.0%} of the rows")  # fmt: skip
+        problems.append(
+            f"{col.name} is nearly constant: {counts.index[0]!r} in "
+            f"{counts.iloc[0] / len(present):.0%} of the rows"
+        )
     if _numeric(y) and typical is not None:
         low, high = typical
         width = high - low
         q05, q95 = np.quantile(present.to_numpy(float), [0.05, 0.95])
         if q05 < low - width or q95 > high + width:
-            problems.append(f"{col.name} falls outside its typical range [{low:g}, {high:g}]: "
-                            f"90% of the values lie in [{q05:.4g}, {q95:.4g}]")  # fmt: skip
+            problems.append(
+                f"{col.name} falls outside its typical range [{low:g}, {high:g}]: "
+                f"90% of the values lie in [{q05:.4g}, {q95:.4g}]"
+            )
     tests = {name: association(rows[name], y) for name in sorted(inputs)}
     if not any(p < ALPHA for p in tests.values()):
         shown = ", ".join(f"{n} (p={p:.2g})" for n, p in tests.items()) or "no variable"
-        problems.append(f"{col.name} shows no detectable effect of {shown} at p < {ALPHA:g}: "
-                        "make its dependence stronger than its noise")  # fmt: skip
+        problems.append(
+            f"{col.name} shows no detectable effect of {shown} at p < {ALPHA:g}: "
+            "make its dependence stronger than its noise"
+        )
     return problems
 
 
@@ -136,23 +145,32 @@ def check_spec(spec: Spec, typical: dict[str, tuple[float, float]]) -> dict[str,
             continue
         nan_share = float(series.isna().mean())
         if nan_share > MAX_NAN_SHARE:
-            problems.append(f"{name} is undefined (NaN: log of a non-positive number, division "
-                            f"by zero or overflow) in {nan_share:.0%} of the rows")  # fmt: skip
+            problems.append(
+                f"{name} is undefined (NaN: log of a non-positive number, division "
+                f"by zero or overflow) in {nan_share:.0%} of the rows"
+            )
         elif series.abs().max() > MAX_ABS:
             problems.append(f"{name} reaches {series.abs().max():.3g}, beyond {MAX_ABS:g}")
     expressions = TableGenerator(spec).expressions
     for col in spec.columns:
         if isinstance(col, DependentColumn):
-            problems += _check_dependent(col, rows[col.name], rows,
-                                         expressions[col.name].names, typical.get(col.name))  # fmt: skip
+            problems += _check_dependent(
+                col, rows[col.name], rows, expressions[col.name].names, typical.get(col.name)
+            )
     if problems:
         raise SanityError("; ".join(problems))
     from isg_gym.qa import generate_questions
 
     questions = generate_questions(repo, QUESTION_SLOTS)
     if len(questions) < MIN_QUESTIONS:
-        raise SanityError(f"only {len(questions)} of {QUESTION_SLOTS} question slots yield a "
-                          "question", retry=False)  # fmt: skip
+        raise SanityError(
+            f"only {len(questions)} of {QUESTION_SLOTS} question slots yield a question",
+            retry=False,
+        )
     categorical = sum(isinstance(c, CategoricalColumn) for c in spec.columns)
-    return {"files": len(files), "sampled_rows": len(rows), "questions": len(questions),
-            "categorical_columns": categorical}  # fmt: skip
+    return {
+        "files": len(files),
+        "sampled_rows": len(rows),
+        "questions": len(questions),
+        "categorical_columns": categorical,
+    }

@@ -32,7 +32,6 @@ from isg_gym.simulator.llm.repair import (
     probabilities,
     rename,
     short_name,
-    snake,
 )
 from isg_gym.simulator.llm.sanity import MIN_FILES, check_spec
 from isg_gym.simulator.llm.schemas import reply_schema, response_format
@@ -123,11 +122,13 @@ def _repair_titles(draft: Draft, data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _accept_titles(draft: Draft, reply: Any) -> None:
-    usable = [t for t in reply.titles
-              if MIN_TITLE_WORDS <= len(t.split()) <= MAX_TITLE_WORDS]  # fmt: skip
+    usable = [t for t in reply.titles if MIN_TITLE_WORDS <= len(t.split()) <= MAX_TITLE_WORDS]
     if len(usable) < 2:
-        raise StageError("schema", f"give {r.TITLE_CANDIDATES} different titles of "
-                                   f"{MIN_TITLE_WORDS}-{MAX_TITLE_WORDS} words")  # fmt: skip
+        raise StageError(
+            "schema",
+            f"give {r.TITLE_CANDIDATES} different titles of "
+            f"{MIN_TITLE_WORDS}-{MAX_TITLE_WORDS} words",
+        )
     draft.titles = usable
     draft.title = usable[int(draft.rng("title").integers(len(usable)))]
 
@@ -161,9 +162,15 @@ def _accept_design(draft: Draft, reply: Any) -> None:
     if dupes:
         raise StageError("schema", f"every variable needs its own name; repeated: {dupes}")
     unit = " ".join(reply.file_unit.split()).lower().removeprefix("one ").removeprefix("a ")
-    draft.design = Design(setting=reply.setting, goal=reply.goal, hypothesis=reply.hypothesis,
-                          setup=reply.setup, file_unit=unit, row_unit=reply.row_unit,
-                          **groups)  # fmt: skip
+    draft.design = Design(
+        setting=reply.setting,
+        goal=reply.goal,
+        hypothesis=reply.hypothesis,
+        setup=reply.setup,
+        file_unit=unit,
+        row_unit=reply.row_unit,
+        **groups,
+    )
     _split_recorded(draft)
 
 
@@ -221,11 +228,14 @@ def _path_values(name: str, kind: str, raw: list[Any]) -> tuple[str, list[str]]:
     if kind == "numeric":
         if any(n is None for n in numbers):
             bad = [v for v, n in zip(raw, numbers, strict=True) if n is None]
-            raise StageError("schema", f"condition {name}: numeric values must be numbers, "
-                                       f"got {bad}")  # fmt: skip
+            raise StageError(
+                "schema", f"condition {name}: numeric values must be numbers, got {bad}"
+            )
         if any(float(n) < 0 for n in numbers):  # type: ignore[arg-type]
-            raise StageError("schema", f"condition {name}: values must be >= 0 (paths avoid "
-                                       "'-'); shift or rescale them")  # fmt: skip
+            raise StageError(
+                "schema",
+                f"condition {name}: values must be >= 0 (paths avoid '-'); shift or rescale them",
+            )
         values = numbers
     else:
         values = [label_token(v) for v in raw]
@@ -249,8 +259,11 @@ def _accept_paths(draft: Draft, reply: Any) -> None:
         kind, values = _path_values(info.name, item.kind, item.values)
         short = item.short if item.short not in {p.short for p in out} else f"{item.short}{i}"
         try:
-            out.append(PathVariable(key=f"var{i}", kind=kind, short=short[:12], values=values,
-                                    **info.model_dump()))  # fmt: skip
+            out.append(
+                PathVariable(
+                    key=f"var{i}", kind=kind, short=short[:12], values=values, **info.model_dump()
+                )
+            )
         except ValidationError as exc:
             raise StageError("schema", _model_error(f"condition {info.name}", exc)) from None
     draft.path_variables = add_extra_path_variables(draft, out)
@@ -284,8 +297,7 @@ def _repair_layout(draft: Draft, data: dict[str, Any]) -> dict[str, Any]:
         if k in seen:
             continue
         seen.add(k)
-        target = filename if len(filename) < 3 else next((lv for lv in levels if len(lv) < 3),
-                                                         None)  # fmt: skip
+        target = filename if len(filename) < 3 else next((lv for lv in levels if len(lv) < 3), None)
         if target is None and len(levels) < 4:
             levels.append(target := [])
         if target is not None:
@@ -334,9 +346,7 @@ def _repair_columns(draft: Draft, data: dict[str, Any]) -> dict[str, Any]:
             values = [label_token(v) for v in item.get("values") or []]
             item["values"] = list(dict.fromkeys(v for v in values if v))
             probs = probabilities(item.get("probabilities") or [], len(item["values"]))
-            item["probabilities"] = probs or [1 / max(len(item["values"]), 1)] * len(
-                item["values"]
-            )
+            item["probabilities"] = probs or [1 / max(len(item["values"]), 1)] * len(item["values"])
         if isinstance(item, dict) and isinstance(item.get("clip"), list | tuple):
             clip = list(item["clip"])
             if len(clip) == 2 and None not in clip and clip[0] > clip[1]:
@@ -350,8 +360,9 @@ def _column(info: VariableInfo, item: Any, missing_rate: float) -> Column:
         return CategoricalColumn(values=item.values, probabilities=item.probabilities, **common)
     if item.role == "integer":
         return IntegerColumn(distribution=item.distribution, **common)
-    return ContinuousColumn(distribution=item.distribution, decimals=item.decimals,
-                            clip=item.clip, **common)  # fmt: skip
+    return ContinuousColumn(
+        distribution=item.distribution, decimals=item.decimals, clip=item.clip, **common
+    )
 
 
 def _accept_columns(draft: Draft, reply: Any) -> None:
@@ -365,13 +376,27 @@ def _accept_columns(draft: Draft, reply: Any) -> None:
     errors: list[str] = []
     columns: list[Column] = []
     try:
-        columns.append(IdentifierColumn(name=id_name, label=ident.label, unit="",
-                                        description=ident.description, prefix=ident.prefix,
-                                        digits=int(crng.integers(4, 6))))  # fmt: skip
-        columns.append(DatetimeColumn(name=stamp_name, label=stamp.label, unit="UTC",
-                                      description=stamp.description, start=start_time(crng),
-                                      interval_seconds=stamp.interval_seconds,
-                                      regular=stamp.regular))  # fmt: skip
+        columns.append(
+            IdentifierColumn(
+                name=id_name,
+                label=ident.label,
+                unit="",
+                description=ident.description,
+                prefix=ident.prefix,
+                digits=int(crng.integers(4, 6)),
+            )
+        )
+        columns.append(
+            DatetimeColumn(
+                name=stamp_name,
+                label=stamp.label,
+                unit="UTC",
+                description=stamp.description,
+                start=start_time(crng),
+                interval_seconds=stamp.interval_seconds,
+                regular=stamp.regular,
+            )
+        )
     except ValidationError as exc:
         errors.append(_model_error("identifier/timestamp", exc))
     items = match([v.name for v in draft.recorded], reply.columns, "column")
@@ -446,11 +471,16 @@ def _accept_dependents(draft: Draft, reply: Any) -> None:
             errors.append(f"outcome {name}: typical_range needs low < high")
             continue
         unit = "" if kinds[name] == "categorical" else info[name].unit
-        columns.append(DependentColumn(
-            **(info[name].model_dump() | {"unit": unit}), expression=item.expression,
-            noise_sd=item.noise_sd, decimals=item.decimals, clip=item.clip,
-            missing_rate=_missing_rate(mrng),
-        ))  # fmt: skip
+        columns.append(
+            DependentColumn(
+                **(info[name].model_dump() | {"unit": unit}),
+                expression=item.expression,
+                noise_sd=item.noise_sd,
+                decimals=item.decimals,
+                clip=item.clip,
+                missing_rate=_missing_rate(mrng),
+            )
+        )
         draft.typical_ranges[name] = (low, high)
     if errors:
         raise StageError("expression", "; ".join(errors))
@@ -470,7 +500,8 @@ STAGES: tuple[Stage, ...] = (
     Stage("paths", r.PathsReply, prompts.paths, _accept_paths, _repair_paths),
     Stage("layout", r.LayoutReply, prompts.layout, _accept_layout, _repair_layout),
     Stage("columns", r.ColumnsReply, prompts.columns, _accept_columns, _repair_columns),
-    Stage("dependents", r.DependentsReply, prompts.dependents, _accept_dependents,
-          _repair_dependents),  # fmt: skip
+    Stage(
+        "dependents", r.DependentsReply, prompts.dependents, _accept_dependents, _repair_dependents
+    ),
 )
 STAGE_NAMES = tuple(s.name for s in STAGES)
