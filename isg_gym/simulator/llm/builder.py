@@ -10,38 +10,24 @@ the build ends with status ``error`` and is not cached, so a later run retries i
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from isg_gym.eval.backends.base import Completion, Message
 from isg_gym.seeding import check_seed
+from isg_gym.simulator.build import BuildResult
 from isg_gym.simulator.llm.draft import Draft, Plan
 from isg_gym.simulator.llm.parse import StageError, clip
 from isg_gym.simulator.llm.prompts import PROMPT_VERSION, RETRY, SYSTEM
 from isg_gym.simulator.llm.sanity import SanityError
 from isg_gym.simulator.llm.stages import STAGES, Stage
-from isg_gym.spec.models import Spec
 
 BUILDER = "llm"
 DEFAULT_ATTEMPTS = 3
 Ask = Callable[[list[Message], dict[str, Any]], Completion]
-
-
-@dataclass
-class BuildResult:
-    """The outcome of one seed: ``status`` is ``built`` (``spec`` set), ``failed`` (``failure``
-    names the stage, the kind of check and the reason) or ``error`` (the backend failed:
-    infrastructure, not cached). ``stats``: model calls, tokens, seconds, and per stage the
-    replies asked and the rejected ones by kind."""
-
-    seed: int
-    status: str
-    spec: Spec | None = None
-    failure: dict[str, Any] | None = None
-    stats: dict[str, Any] = field(default_factory=dict)
 
 
 def _new_stats() -> dict[str, Any]:
@@ -84,6 +70,11 @@ class LLMBuilder:
 
     def build(self, seed: int) -> BuildResult:
         seed = check_seed(seed)
+        seat = getattr(self.ask, "seat", None)  # a batching ask counts the builds in flight
+        with seat() if seat is not None else contextlib.nullcontext():
+            return self._build(seed)
+
+    def _build(self, seed: int) -> BuildResult:
         started = time.perf_counter()
         draft = Draft(Plan.of(seed))
         stats = _new_stats()

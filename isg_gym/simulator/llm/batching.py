@@ -1,0 +1,88 @@
+"""Batch the requests of concurrent builds for backends that answer a batch at once.
+
+Offline vLLM answers a whole batch in one ``LLM.chat`` call, but the builder asks one
+conversation at a time on each worker thread. :class:`BatchedAsk` collects the requests:
+when every build in flight is waiting for a reply, the last thread to ask sends all pending
+requests, one ``complete`` call per response format (stage), and hands each reply back.
+Builds enter and leave with ``seat()``, so a finished build never holds the others up.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from isg_gym.eval.backends.base import Completion, Message
+
+
+class _Request:
+    def __init__(self, messages: list[Message], response_format: dict[str, Any]) -> None:
+        self.messages = messages
+        self.response_format = response_format
+        self.reply: Completion | None = None
+
+
+class BatchedAsk:
+    """``ask(messages, response_format)`` that batches across the builds in flight."""
+
+    structured = True
+
+    def __init__(self, backend: Any) -> None:
+        self.backend = backend
+        self._cond = threading.Condition()
+        self._seated = 0
+        self._pending: list[_Request] = []
+        self.batches: list[int] = []  # the size of every complete() call made
+
+    @contextlib.contextmanager
+    def seat(self) -> Iterator[None]:
+        """Count a build as in flight while it runs."""
+        with self._cond:
+            self._seated += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._seated -= 1
+            self._dispatch_if_ready()
+
+    def __call__(self, messages: list[Message], response_format: dict[str, Any]) -> Completion:
+        request = _Request(messages, response_format)
+        with self._cond:
+            self._pending.append(request)
+        self._dispatch_if_ready()
+        with self._cond:
+            self._cond.wait_for(lambda: request.reply is not None)
+        assert request.reply is not None
+        return request.reply
+
+    def _dispatch_if_ready(self) -> None:
+        with self._cond:
+            if not self._pending or len(self._pending) < self._seated:
+                return
+            batch, self._pending = self._pending, []
+        groups: dict[str, list[_Request]] = {}
+        for request in batch:
+            key = json.dumps(request.response_format, sort_keys=True)
+            groups.setdefault(key, []).append(request)
+        for group in groups.values():
+            replies = self._complete(group)
+            with self._cond:
+                for request, reply in zip(group, replies, strict=True):
+                    request.reply = reply
+                self._cond.notify_all()
+
+    def _complete(self, group: list[_Request]) -> list[Completion]:
+        try:
+            replies = self.backend.complete([r.messages for r in group], [],
+                                            response_format=group[0].response_format)  # fmt: skip
+        except Exception as exc:  # backends should not raise; if one does, no thread hangs
+            replies = [Completion(error=f"{type(exc).__name__}: {exc}")] * len(group)
+        self.batches.append(len(group))
+        if len(replies) != len(group):
+            error = f"the backend returned {len(replies)} replies for {len(group)} requests"
+            replies = [Completion(error=error)] * len(group)
+        return replies
