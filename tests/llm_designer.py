@@ -177,8 +177,9 @@ def valid_reply(stage: str, prompt: str) -> dict[str, Any]:
 
 class ScriptedDesigner:
     """A script for ``ScriptedChatServer``: valid replies, except that the first replies of a
-    stage come from ``faults[stage]`` (text, or a reply dict such as ``{"status": 500}``), in
-    order, across all seeds. ``asked`` counts requests per stage."""
+    stage come from ``faults[stage]``, in order, across all seeds: text, a reply dict (e.g.
+    ``{"status": 500}``), or ``fault(valid_reply, prompt)`` returning either. ``asked`` counts
+    requests per stage."""
 
     def __init__(self, faults: dict[str, list[Any]] | None = None) -> None:
         self.faults = {k: list(v) for k, v in (faults or {}).items()}
@@ -191,7 +192,9 @@ class ScriptedDesigner:
             self.asked[stage] = self.asked.get(stage, 0) + 1
             queue = self.faults.get(stage)
             fault = queue.pop(0) if queue else None
+        prompt = next(_text(m) for m in body["messages"] if m.get("role") == "user")
+        if callable(fault):
+            fault = fault(valid_reply(stage, prompt), prompt)
         if fault is not None:
             return fault if isinstance(fault, dict) else {"content": fault}
-        prompt = next(_text(m) for m in body["messages"] if m.get("role") == "user")
         return {"content": json.dumps(valid_reply(stage, prompt))}
