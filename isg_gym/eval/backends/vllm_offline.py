@@ -141,11 +141,12 @@ class VLLMBackend:
 
     def _structured(self, response_format: dict[str, Any] | None) -> Any:
         """SamplingParams constraining the output to ``response_format`` (an OpenAI
-        ``json_schema`` or ``json_object`` format) with vLLM's structured outputs:
+        ``json_schema`` or ``json_object`` format; ``text`` or None: free text) with vLLM's
+        structured outputs:
         ``StructuredOutputsParams`` (vLLM >= 0.10.2), else ``GuidedDecodingParams``."""
-        if response_format is None:
+        kind = None if response_format is None else response_format.get("type")
+        if kind in (None, "text"):
             return self._sampling
-        kind = response_format.get("type")
         if kind == "json_schema":
             constraint: dict[str, Any] = {"json": response_format["json_schema"]["schema"]}
         elif kind == "json_object":

@@ -2,9 +2,11 @@
 
 Offline vLLM answers a whole batch in one ``LLM.chat`` call, but the builder asks one
 conversation at a time on each worker thread. :class:`BatchedAsk` collects the requests:
-when every build in flight is waiting for a reply, the last thread to ask sends all pending
-requests, one ``complete`` call per response format (stage), and hands each reply back.
-Builds enter and leave with ``seat()``, so a finished build never holds the others up.
+when every build in flight is waiting for a reply, the last thread to ask sends the pending
+requests of the earliest stage among them in one ``complete`` call (one response format per
+call) and hands each reply back; requests of later stages wait, so builds that started late
+catch up and the batches stay full. Builds enter and leave with ``seat()``, so a finished
+build never holds the others up.
 """
 
 from __future__ import annotations
@@ -16,6 +18,15 @@ from collections.abc import Iterator
 from typing import Any
 
 from isg_gym.eval.backends.base import Completion, Message
+
+
+def _stage_rank(response_format: dict[str, Any]) -> int:
+    """The position of a request's stage in the pipeline (from its schema name)."""
+    from isg_gym.simulator.llm.stages import STAGE_NAMES
+
+    name = str((response_format.get("json_schema") or {}).get("name", ""))
+    stage = name.removeprefix("isg_").rsplit("_v", 1)[0]
+    return STAGE_NAMES.index(stage) if stage in STAGE_NAMES else len(STAGE_NAMES)
 
 
 class _Request:
@@ -63,17 +74,16 @@ class BatchedAsk:
         with self._cond:
             if not self._pending or len(self._pending) < self._seated:
                 return
-            batch, self._pending = self._pending, []
-        groups: dict[str, list[_Request]] = {}
-        for request in batch:
-            key = json.dumps(request.response_format, sort_keys=True)
-            groups.setdefault(key, []).append(request)
-        for group in groups.values():
-            replies = self._complete(group)
-            with self._cond:
-                for request, reply in zip(group, replies, strict=True):
-                    request.reply = reply
-                self._cond.notify_all()
+            first = min(self._pending, key=lambda r: _stage_rank(r.response_format))
+            key = json.dumps(first.response_format, sort_keys=True)
+            group = [r for r in self._pending
+                     if json.dumps(r.response_format, sort_keys=True) == key]  # fmt: skip
+            self._pending = [r for r in self._pending if r not in group]
+        replies = self._complete(group)
+        with self._cond:
+            for request, reply in zip(group, replies, strict=True):
+                request.reply = reply
+            self._cond.notify_all()
 
     def _complete(self, group: list[_Request]) -> list[Completion]:
         try:
