@@ -76,8 +76,9 @@ class BatchedAsk:
                 return
             first = min(self._pending, key=lambda r: _stage_rank(r.response_format))
             key = json.dumps(first.response_format, sort_keys=True)
-            group = [r for r in self._pending
-                     if json.dumps(r.response_format, sort_keys=True) == key]  # fmt: skip
+            group = [
+                r for r in self._pending if json.dumps(r.response_format, sort_keys=True) == key
+            ]
             self._pending = [r for r in self._pending if r not in group]
         replies = self._complete(group)
         with self._cond:
@@ -87,8 +88,9 @@ class BatchedAsk:
 
     def _complete(self, group: list[_Request]) -> list[Completion]:
         try:
-            replies = self.backend.complete([r.messages for r in group], [],
-                                            response_format=group[0].response_format)  # fmt: skip
+            replies = self.backend.complete(
+                [r.messages for r in group], [], response_format=group[0].response_format
+            )
         except Exception as exc:  # backends should not raise; if one does, no thread hangs
             replies = [Completion(error=f"{type(exc).__name__}: {exc}")] * len(group)
         self.batches.append(len(group))

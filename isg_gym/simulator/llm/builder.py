@@ -22,8 +22,9 @@ from isg_gym.simulator.build import BuildResult
 from isg_gym.simulator.llm.draft import Draft, Plan
 from isg_gym.simulator.llm.parse import StageError, clip
 from isg_gym.simulator.llm.prompts import PROMPT_VERSION, RETRY, SYSTEM
+from isg_gym.simulator.llm.replies import PROFILES
 from isg_gym.simulator.llm.sanity import SanityError
-from isg_gym.simulator.llm.stages import STAGES, Stage
+from isg_gym.simulator.llm.stages import Stage, stages
 
 BUILDER = "llm"
 DEFAULT_ATTEMPTS = 3
@@ -55,18 +56,34 @@ def backend_ask(backend: Any) -> Ask:
 class LLMBuilder:
     """Builds Specs with a chat model through ``ask`` (see :func:`backend_ask`).
 
-    ``model`` names the model in cache keys; ``max_attempts`` bounds the replies per stage.
+    ``model`` names the model in cache keys; ``max_attempts`` bounds the replies per stage;
+    ``profile`` is ``full`` (builder name ``llm``) or ``small`` (``llm-small``: the fewest
+    variables and short texts, for models of a few hundred million parameters; see
+    :mod:`.replies`). ``time_budget`` (seconds, None: none) ends a build that runs longer,
+    as a failure of kind ``timeout`` at the stage it reached.
     """
 
-    name = BUILDER
     prompt_version = PROMPT_VERSION
 
-    def __init__(self, ask: Ask, model: str, max_attempts: int = DEFAULT_ATTEMPTS) -> None:
+    def __init__(
+        self,
+        ask: Ask,
+        model: str,
+        max_attempts: int = DEFAULT_ATTEMPTS,
+        *,
+        profile: str = "full",
+        time_budget: float | None = None,
+    ) -> None:
         if max_attempts < 1:
             raise ValueError("max_attempts must be >= 1")
+        if profile not in PROFILES:
+            raise ValueError(f"profile must be one of {sorted(PROFILES)}, got {profile!r}")
         self.ask = ask
         self.model = model
         self.max_attempts = int(max_attempts)
+        self.profile = PROFILES[profile]
+        self.name = BUILDER if profile == "full" else f"{BUILDER}-{profile}"
+        self.time_budget = time_budget
 
     def build(self, seed: int) -> BuildResult:
         seed = check_seed(seed)
@@ -76,11 +93,12 @@ class LLMBuilder:
 
     def _build(self, seed: int) -> BuildResult:
         started = time.perf_counter()
-        draft = Draft(Plan.of(seed))
+        draft = Draft(Plan.of(seed, self.profile))
         stats = _new_stats()
         result = None
-        for stage in STAGES:
-            result = self._stage(stage, draft, stats)
+        deadline = None if self.time_budget is None else started + self.time_budget
+        for stage in stages(self.profile):
+            result = self._stage(stage, draft, stats, deadline)
             if result is not None:
                 break
         stats["seconds"] = round(time.perf_counter() - started, 3)
@@ -90,7 +108,9 @@ class LLMBuilder:
         result.stats = stats
         return result
 
-    def _stage(self, stage: Stage, draft: Draft, stats: dict[str, Any]) -> BuildResult | None:
+    def _stage(
+        self, stage: Stage, draft: Draft, stats: dict[str, Any], deadline: float | None
+    ) -> BuildResult | None:
         """Run one stage; None when accepted, else the failed (or error) result."""
         record = stats["stages"].setdefault(stage.name, {"attempts": 0, "rejected": {}})
         messages: list[Message] = [
@@ -99,6 +119,10 @@ class LLMBuilder:
         ]
         error: StageError | None = None
         for _ in range(self.max_attempts):
+            if deadline is not None and time.perf_counter() > deadline:
+                error = StageError("timeout", f"the build ran past its {self.time_budget:g} s")
+                record["rejected"]["timeout"] = record["rejected"].get("timeout", 0) + 1
+                break
             completion = self.ask(messages, stage.response_format)
             record["attempts"] += 1
             stats["calls"] += 1

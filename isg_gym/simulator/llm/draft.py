@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from isg_gym.seeding import derive
+from isg_gym.simulator.llm.replies import Profile
 from isg_gym.simulator.taxonomy import sample_triple
 from isg_gym.spec.models import (
     FILE_FORMATS,
@@ -53,6 +54,7 @@ class Plan:
     """What the seed decides before any model call."""
 
     seed: int
+    profile: Profile
     triple: TaxonomyTriple
     study_design: str
     conditions: int
@@ -61,16 +63,20 @@ class Plan:
     confounders: int
 
     @classmethod
-    def of(cls, seed: int) -> Plan:
+    def of(cls, seed: int, profile: Profile) -> Plan:
+        """The seed's plan; variable counts are drawn within the profile's bounds (the
+        measured variables one short of the bound, which leaves room for the confounders)."""
         rng = _stream(seed, "plan")
+        draw = lambda bounds: int(rng.integers(bounds[0], bounds[1] + 1))  # noqa: E731
         return cls(
             seed=seed,
+            profile=profile,
             triple=sample_triple(derive(seed, "taxonomy")),
             study_design=STUDY_DESIGNS[int(rng.integers(len(STUDY_DESIGNS)))],
-            conditions=int(rng.integers(1, 4)),
-            measured=int(rng.integers(3, 7)),
-            outcomes=int(rng.integers(2, 5)),
-            confounders=int(rng.integers(1, 4)),
+            conditions=draw(profile.conditions),
+            measured=draw((profile.measured[0], max(profile.measured[1] - 1, profile.measured[0]))),
+            outcomes=draw(profile.outcomes),
+            confounders=draw(profile.confounders),
         )
 
 

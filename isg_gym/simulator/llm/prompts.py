@@ -13,7 +13,6 @@ import json
 import numpy as np
 
 from isg_gym.simulator.llm.draft import Draft
-from isg_gym.simulator.llm.replies import MAX_PATH_VALUES, TITLE_CANDIDATES
 from isg_gym.simulator.llm.schemas import compact
 from isg_gym.spec.models import (
     CategoricalColumn,
@@ -74,12 +73,16 @@ def _design(draft: Draft) -> str:
     )
 
 
-def _format(schema: dict, example: dict) -> str:
-    return (
-        f"Reply with one JSON object following this JSON schema:\n{compact(schema)}\n"
+def _format(draft: Draft, schema: dict, example: dict) -> str:
+    """The reply format: the JSON schema (full profile; the small one relies on the grammar
+    and the example, to keep prompts short) and an example of the shape."""
+    shape = (
         f"Example of the shape only (do not copy its content):\n"
         f"{json.dumps(example, ensure_ascii=False)}"
     )
+    if draft.plan.profile.name == "small":
+        return "Reply with one JSON object. " + shape
+    return f"Reply with one JSON object following this JSON schema:\n{compact(schema)}\n" + shape
 
 
 def _names(names: list[str]) -> str:
@@ -87,13 +90,14 @@ def _names(names: list[str]) -> str:
 
 
 def titles(draft: Draft, schema: dict) -> str:
-    example = {"titles": [f"Title {i + 1}" for i in range(TITLE_CANDIDATES)]}
+    k = draft.plan.profile.titles
+    example = {"titles": ["..."] * k}
     return (
         f"Step 1 of {STAGES}: project titles.\n{_project(draft)}\n\n"
-        f"Propose {TITLE_CANDIDATES} different, specific titles for a research project in this "
-        "subdomain whose data we will simulate. Each title is one line of 5 to 20 words that "
-        "names what is studied and its main factor; no quotes, no numbering.\n\n"
-        + _format(schema, example)
+        f"Propose {k} different, specific titles for a research project in this subdomain "
+        "whose data we will simulate. Each title is one line of 5 to 20 words that names what "
+        "is studied and its main factor; no quotes, no numbering.\n\n"
+        + _format(draft, schema, example)
     )
 
 
@@ -133,8 +137,13 @@ def design(draft: Draft, schema: dict) -> str:
         f"- confounders: {p.confounders} other variable(s) that could affect the outcomes.\n"
         "Every variable has a name (lower_snake_case, at most 31 characters, all names "
         "different), a label (2-60 characters), a unit ('' if none) and a one-sentence "
-        "description.\n\n" + _format(schema, example)
+        "description.\n\n" + _format(draft, schema, example)
     )
+
+
+def _words(draft: Draft) -> str:
+    low, high = draft.plan.profile.abstract_words
+    return f"{low + (high - low) // 4} to {high - (high - low) // 4}"
 
 
 def abstract(draft: Draft, schema: dict) -> str:
@@ -146,10 +155,11 @@ def abstract(draft: Draft, schema: dict) -> str:
         f"Step 3 of {STAGES}: the abstract.\n{_project(draft)}\n{_design(draft)}\n"
         f"Recorded variables:\n{_variables(recorded)}\n"
         f"Described but not recorded: {missing}.\n\n"
-        "Write the abstract of this project as in a paper: 150 to 250 words in one paragraph "
+        f"Write the abstract of this project as in a paper: {_words(draft)} words in one "
+        "paragraph "
         "(context, aim, design, what was recorded, the hypothesis), mentioning the recorded "
         f"variables by their labels and saying that {missing} could not be recorded.\n\n"
-        + _format(schema, {"abstract": "..."})
+        + _format(draft, schema, {"abstract": "..."})
     )
 
 
@@ -174,9 +184,10 @@ def paths(draft: Draft, schema: dict) -> str:
         f"directories):\n{_variables(d.conditions)}\n\n"
         f"For each condition, in this order, give: name (as listed), short (a 1-12 character "
         f"lowercase name used in paths, e.g. temp), kind (numeric or categorical) and 2-"
-        f"{MAX_PATH_VALUES} values. Numeric values are non-negative numbers; categorical values "
+        f"{draft.plan.profile.path_values} values. Numeric values are non-negative numbers; "
+        "categorical values "
         "are short words of letters, digits and dots only (at most 24 characters; not numbers, "
-        f"not true/false/NA).\n{_names(names)}\n\n" + _format(schema, example)
+        f"not true/false/NA).\n{_names(names)}\n\n" + _format(draft, schema, example)
     )
 
 
@@ -210,7 +221,7 @@ def layout(draft: Draft, schema: dict) -> str:
         "joiner ('-' or '_') per level for the placeholders within it, 'filename_joiner' the "
         "same for the file name; 'style' writes a value with its short name (e.g. {name}={val} "
         "gives temp=30, {val} gives 30); 'date_format' writes dates.\n"
-        f"{_names(keys)}\n\n" + _format(schema, example)
+        f"{_names(keys)}\n\n" + _format(draft, schema, example)
     )
 
 
@@ -260,7 +271,8 @@ def columns(draft: Draft, schema: dict) -> str:
         "start every id), the timestamp (name, label, description, interval_seconds between "
         "rows from 1 to 604800, regular: true for a fixed interval) and one entry of 'columns' "
         "per variable above, in this order, with its role:\n"
-        "- categorical: values (2-8 word labels, not numbers) and their probabilities "
+        f"- categorical: values (2-{draft.plan.profile.labels} word labels, not numbers) and "
+        "their probabilities "
         "(summing to 1);\n"
         "- integer: a distribution: poisson {lam}, binomial {n, p}, bernoulli {p}, geometric "
         "{p} or negative_binomial {n, p};\n"
@@ -268,7 +280,7 @@ def columns(draft: Draft, schema: dict) -> str:
         "sigma, on the log scale}, beta {a, b, low, high} or exponential {scale}; decimals "
         "(0-6) and clip [low, high] for physical limits (null for none).\n"
         "Choose parameters that are realistic in the variable's unit.\n"
-        f"{_names(names)}\n\n" + _format(schema, example)
+        f"{_names(names)}\n\n" + _format(draft, schema, example)
     )
 
 
@@ -357,5 +369,5 @@ def dependents(draft: Draft, schema: dict) -> str:
         "is cut(score, [t1, t2], ['low', 'mid', 'high']) (thresholds increasing, one more "
         "label than thresholds).\n"
         f"{_names([v.name for v in d.outcomes])}\nInputs (JSON): {json.dumps(kinds)}\n\n"
-        + _format(schema, example)
+        + _format(draft, schema, example)
     )

@@ -13,13 +13,12 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from isg_gym.simulator.llm import prompts
-from isg_gym.simulator.llm import replies as r
 from isg_gym.simulator.llm.assemble import add_extra_path_variables, assemble_spec
 from isg_gym.simulator.llm.draft import Design, Draft, start_time
 from isg_gym.simulator.llm.parse import StageError, json_object, schema_error
@@ -33,6 +32,7 @@ from isg_gym.simulator.llm.repair import (
     rename,
     short_name,
 )
+from isg_gym.simulator.llm.replies import PROFILES, Profile, reply_models
 from isg_gym.simulator.llm.sanity import MIN_FILES, check_spec
 from isg_gym.simulator.llm.schemas import reply_schema, response_format
 from isg_gym.simulator.procedural import (
@@ -57,7 +57,6 @@ from isg_gym.spec.models import (
     check_label,
 )
 
-MIN_ABSTRACT_WORDS, MAX_ABSTRACT_WORDS = 100, 300
 MIN_TITLE_WORDS, MAX_TITLE_WORDS = 3, 25
 
 Repair = Callable[[Draft, dict[str, Any]], dict[str, Any]]
@@ -117,16 +116,16 @@ def _repair_titles(draft: Draft, data: dict[str, Any]) -> dict[str, Any]:
                 t = cut(t.strip().strip("\"'").lstrip("0123456789.)- ").strip(), 150)
                 if t and t not in clean:
                     clean.append(t)
-        data["titles"] = clean[: r.TITLE_CANDIDATES]
+        data["titles"] = clean[: draft.plan.profile.titles]
     return data
 
 
 def _accept_titles(draft: Draft, reply: Any) -> None:
     usable = [t for t in reply.titles if MIN_TITLE_WORDS <= len(t.split()) <= MAX_TITLE_WORDS]
-    if len(usable) < 2:
+    if not usable:
         raise StageError(
             "schema",
-            f"give {r.TITLE_CANDIDATES} different titles of "
+            f"give {draft.plan.profile.titles} different titles of "
             f"{MIN_TITLE_WORDS}-{MAX_TITLE_WORDS} words",
         )
     draft.titles = usable
@@ -135,21 +134,27 @@ def _accept_titles(draft: Draft, reply: Any) -> None:
 
 # --- 2. design ----------------------------------------------------------------------------------
 
-_LIMITS = {"label": 60, "unit": 30, "description": 240}
 _GROUPS = ("conditions", "measured", "outcomes", "confounders")
 
 
+def _limits(draft: Draft) -> dict[str, int]:
+    p = draft.plan.profile
+    return {"label": p.label_chars, "unit": 30, "description": p.description_chars[1]}
+
+
 def _repair_design(draft: Draft, data: dict[str, Any]) -> dict[str, Any]:
+    p = draft.plan.profile
+    limits = _limits(draft)
     for group in _GROUPS:
         items = rename(data.get(group))
         for item in items if isinstance(items, list) else []:
             if isinstance(item, dict):
-                for key, limit in _LIMITS.items():
+                for key, limit in limits.items():
                     item[key] = cut(item.get(key), limit)
                 if item.get("unit") is None:
                     item["unit"] = ""
     for key in ("setting", "goal", "hypothesis", "setup"):
-        data[key] = cut(data.get(key), 800)
+        data[key] = cut(data.get(key), p.text_chars[1])
     data["file_unit"] = cut(data.get("file_unit"), 40)
     data["row_unit"] = cut(data.get("row_unit"), 80)
     return data
@@ -205,8 +210,9 @@ def _split_recorded(draft: Draft) -> None:
 def _accept_abstract(draft: Draft, reply: Any) -> None:
     text = " ".join(reply.abstract.split())
     words = len(text.split())
-    if not MIN_ABSTRACT_WORDS <= words <= MAX_ABSTRACT_WORDS:
-        raise StageError("schema", f"the abstract has {words} words; write 150-250 words")
+    low, high = draft.plan.profile.abstract_words
+    if not low <= words <= high:
+        raise StageError("schema", f"the abstract has {words} words; write {low}-{high} words")
     draft.abstract = text
 
 
@@ -337,7 +343,7 @@ def _repair_columns(draft: Draft, data: dict[str, Any]) -> dict[str, Any]:
         item = data.get(part)
         if isinstance(item, dict):
             for key in ("label", "description"):
-                item[key] = cut(item.get(key), _LIMITS[key])
+                item[key] = cut(item.get(key), _limits(draft)[key])
     ident = data.get("identifier")
     if isinstance(ident, dict) and isinstance(ident.get("prefix"), str):
         ident["prefix"] = "".join(c for c in ident["prefix"].upper() if "A" <= c <= "Z")[:4]
@@ -493,15 +499,22 @@ def _accept_dependents(draft: Draft, reply: Any) -> None:
     draft.extra["spec"] = spec
 
 
-STAGES: tuple[Stage, ...] = (
-    Stage("titles", r.TitlesReply, prompts.titles, _accept_titles, _repair_titles),
-    Stage("design", r.DesignReply, prompts.design, _accept_design, _repair_design),
-    Stage("abstract", r.AbstractReply, prompts.abstract, _accept_abstract),
-    Stage("paths", r.PathsReply, prompts.paths, _accept_paths, _repair_paths),
-    Stage("layout", r.LayoutReply, prompts.layout, _accept_layout, _repair_layout),
-    Stage("columns", r.ColumnsReply, prompts.columns, _accept_columns, _repair_columns),
-    Stage(
-        "dependents", r.DependentsReply, prompts.dependents, _accept_dependents, _repair_dependents
-    ),
-)
+@cache
+def stages(profile: Profile) -> tuple[Stage, ...]:
+    """The seven stages with ``profile``'s reply models."""
+    m = reply_models(profile)
+    return (
+        Stage("titles", m.titles, prompts.titles, _accept_titles, _repair_titles),
+        Stage("design", m.design, prompts.design, _accept_design, _repair_design),
+        Stage("abstract", m.abstract, prompts.abstract, _accept_abstract),
+        Stage("paths", m.paths, prompts.paths, _accept_paths, _repair_paths),
+        Stage("layout", m.layout, prompts.layout, _accept_layout, _repair_layout),
+        Stage("columns", m.columns, prompts.columns, _accept_columns, _repair_columns),
+        Stage(
+            "dependents", m.dependents, prompts.dependents, _accept_dependents, _repair_dependents
+        ),
+    )
+
+
+STAGES = stages(PROFILES["full"])
 STAGE_NAMES = tuple(s.name for s in STAGES)
