@@ -25,19 +25,43 @@ class StageError(ValueError):
 
 def json_object(text: str) -> dict[str, Any]:
     """The first JSON object in ``text`` (reasoning and code fences around it are ignored)."""
-    text = _THINK.sub("", text or "")
+    text = _THINK.sub("", text or "").rstrip()
     start = text.find("{")
     while start != -1:
         try:
-            value, _ = json.JSONDecoder().raw_decode(text, start)
-        except ValueError:
+            value, end = json.JSONDecoder().raw_decode(text, start)
+        except json.JSONDecodeError:
+            if _unclosed(text, start):  # the text ends inside this object: nothing after helps
+                raise StageError("json", "the reply ends before its JSON object does") from None
             start = text.find("{", start + 1)
             continue
         if isinstance(value, dict):
             return value
-        start = text.find("{", start + 1)
+        start = text.find("{", end)
     snippet = " ".join(text.split())[:120]
     raise StageError("json", f"the reply is not a JSON object (it began: {snippet!r})")
+
+
+def _unclosed(text: str, start: int) -> bool:
+    """Whether the braces and brackets opened at ``start`` are still open at the end."""
+    depth, in_string, escaped = 0, False, False
+    for char in text[start:]:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth -= 1
+            if depth == 0:
+                return False
+    return True
 
 
 def schema_error(err: ValidationError) -> StageError:

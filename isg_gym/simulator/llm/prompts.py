@@ -103,12 +103,15 @@ def titles(draft: Draft, schema: dict) -> str:
 
 def design(draft: Draft, schema: dict) -> str:
     p = draft.plan
-    variable = {
-        "name": "soil_moisture",
-        "label": "soil moisture",
-        "unit": "%",
-        "description": "Volumetric soil water content at sowing.",
-    }
+
+    def variable(name: str, unit: str, description: str) -> dict[str, str]:
+        return {
+            "name": name,
+            "label": name.replace("_", " "),
+            "unit": unit,
+            "description": description,
+        }
+
     example = {
         "setting": "...",
         "goal": "...",
@@ -116,10 +119,10 @@ def design(draft: Draft, schema: dict) -> str:
         "setup": "...",
         "file_unit": "field plot",
         "row_unit": "one harvested plant",
-        "conditions": [variable],
-        "measured": [variable],
-        "outcomes": [variable],
-        "confounders": [variable],
+        "conditions": [variable("nitrogen_rate", "kg/ha", "Nitrogen applied to the plot.")],
+        "measured": [variable("soil_moisture", "%", "Volumetric soil water at sowing.")],
+        "outcomes": [variable("grain_yield", "t/ha", "Grain yield at 13% moisture.")],
+        "confounders": [variable("frost_days", "days", "Days with air frost before flowering.")],
     }
     return (
         f"Step 2 of {STAGES}: the project description.\n{_project(draft)}\n\n"
@@ -167,17 +170,11 @@ def paths(draft: Draft, schema: dict) -> str:
     d = draft.design
     assert d is not None
     names = [v.name for v in d.conditions]
-    example = {
-        "path_variables": [
-            {"name": "temperature", "short": "temp", "kind": "numeric", "values": [20, 25, 30]},
-            {
-                "name": "treatment",
-                "short": "trt",
-                "kind": "categorical",
-                "values": ["control", "lowdose", "highdose"],
-            },
-        ]
-    }
+    shapes = (
+        {"short": "temp", "kind": "numeric", "values": [20, 25, 30]},
+        {"short": "trt", "kind": "categorical", "values": ["control", "lowdose", "highdose"]},
+    )
+    example = {"path_variables": [{"name": n, **shapes[i % 2]} for i, n in enumerate(names)]}
     return (
         f"Step 4 of {STAGES}: values of the experimental conditions.\n{_project(draft)}\n"
         f"Conditions (each data file has one value of each; the values name its "
@@ -225,6 +222,14 @@ def layout(draft: Draft, schema: dict) -> str:
     )
 
 
+_EXAMPLE_COLUMNS = (  # the shape of each role, given the names asked for
+    {"name": "", "role": "continuous", "distribution": {"name": "normal", "mean": 24, "sd": 4},
+     "decimals": 1, "clip": [0, 100]},
+    {"name": "", "role": "integer", "distribution": {"name": "poisson", "lam": 6}},
+    {"name": "", "role": "categorical", "values": ["Apex", "Blaze"], "probabilities": [0.6, 0.4]},
+)  # fmt: skip
+
+
 def columns(draft: Draft, schema: dict) -> str:
     names = [v.name for v in draft.recorded]
     example = {
@@ -241,26 +246,7 @@ def columns(draft: Draft, schema: dict) -> str:
             "interval_seconds": 3600,
             "regular": True,
         },
-        "columns": [
-            {
-                "name": "cultivar",
-                "role": "categorical",
-                "values": ["Apex", "Blaze"],
-                "probabilities": [0.6, 0.4],
-            },
-            {
-                "name": "weed_count",
-                "role": "integer",
-                "distribution": {"name": "poisson", "lam": 6},
-            },
-            {
-                "name": "soil_moisture",
-                "role": "continuous",
-                "distribution": {"name": "normal", "mean": 24, "sd": 4},
-                "decimals": 1,
-                "clip": [0, 100],
-            },
-        ],
+        "columns": [_EXAMPLE_COLUMNS[i % 3] | {"name": name} for i, name in enumerate(names)],
     }
     return (
         f"Step 6 of {STAGES}: the columns of the data files.\n{_project(draft)}\n"
@@ -325,31 +311,71 @@ def inputs(draft: Draft) -> tuple[list[str], dict[str, str]]:
     return lines, kinds
 
 
+def _spreads(draft: Draft) -> dict[str, tuple[float, float]]:
+    """Centre and spread of each numeric input (path values, or the distribution's moments)."""
+    out = {}
+    for var in draft.path_variables:
+        if var.expression_kind == "numeric":
+            xs = np.array([float(v) for v in var.values])
+            out[var.name] = (float(xs.mean()), float(xs.std()) or 1.0)
+    for col in draft.columns[2:]:
+        if isinstance(col, IntegerColumn | ContinuousColumn):
+            mean, sd = col.distribution.moments()
+            out[col.name] = (mean, sd or 1.0)
+    return out
+
+
+def _own_example(draft: Draft) -> dict:
+    """The small profile's example: the seed's own outcome and input names in a standardised
+    saturating form (a model that copies it gets a valid, if bland, outcome)."""
+    d = draft.design
+    assert d is not None
+    spreads = list(_spreads(draft).items())
+    out = []
+    for i, outcome in enumerate(d.outcomes):
+        x, (centre, scale) = spreads[i % len(spreads)] if spreads else ("x", (0.0, 1.0))
+        out.append(
+            {
+                "name": outcome.name,
+                "expression": f"10 + 2*tanh(({x} - {_g(centre)})/{_g(scale)})",
+                "noise_sd": 0.3,
+                "decimals": 2,
+                "clip": None,
+                "typical_range": [6, 14],
+            }
+        )
+    return {"dependents": out}
+
+
 def dependents(draft: Draft, schema: dict) -> str:
     d = draft.design
     assert d is not None
     lines, kinds = inputs(draft)
-    example = {
-        "dependents": [
-            {
-                "name": "grain_yield",
-                "expression": "2 + 3*nitrogen/(nitrogen + 40) - 0.05*weeds",
-                "noise_sd": 0.3,
-                "decimals": 2,
-                "clip": [0, None],
-                "typical_range": [1.5, 5],
-            },
-            {
-                "name": "disease_class",
-                "expression": "cut(0.1*moisture + (cultivar == 'Apex'), [2, 3], "
-                "['low', 'moderate', 'high'])",
-                "noise_sd": 0.2,
-                "decimals": 0,
-                "clip": None,
-                "typical_range": [1, 4],
-            },
-        ]
-    }
+    example = (
+        _own_example(draft)
+        if draft.plan.profile.name == "small"
+        else {
+            "dependents": [
+                {
+                    "name": "grain_yield",
+                    "expression": "2 + 3*nitrogen/(nitrogen + 40) - 0.05*weeds",
+                    "noise_sd": 0.3,
+                    "decimals": 2,
+                    "clip": [0, None],
+                    "typical_range": [1.5, 5],
+                },
+                {
+                    "name": "disease_class",
+                    "expression": "cut(0.1*moisture + (cultivar == 'Apex'), [2, 3], "
+                    "['low', 'moderate', 'high'])",
+                    "noise_sd": 0.2,
+                    "decimals": 0,
+                    "clip": None,
+                    "typical_range": [1, 4],
+                },
+            ]
+        }
+    )
     return (
         f"Step 7 of {STAGES}: how the outcomes are generated.\n{_project(draft)}\n"
         f"Hypothesis: {d.hypothesis}\n"

@@ -153,11 +153,31 @@ def _repair_design(draft: Draft, data: dict[str, Any]) -> dict[str, Any]:
                     item[key] = cut(item.get(key), limit)
                 if item.get("unit") is None:
                     item["unit"] = ""
+    _distinct_names(data)
     for key in ("setting", "goal", "hypothesis", "setup"):
         data[key] = cut(data.get(key), p.text_chars[1])
     data["file_unit"] = cut(data.get("file_unit"), 40)
     data["row_unit"] = cut(data.get("row_unit"), 80)
     return data
+
+
+def _distinct_names(data: dict[str, Any]) -> None:
+    """A name given twice gets a number: ``soil_moisture_2`` (its label ``soil moisture 2``)."""
+    names: set[str] = set()
+    for group in _GROUPS:
+        items = data.get(group)
+        for item in items if isinstance(items, list) else []:
+            if not (isinstance(item, dict) and isinstance(item.get("name"), str)):
+                continue
+            name, n = item["name"], 1
+            while name in names:
+                n += 1
+                name = f"{item['name'][:28]}_{n}"
+            if n > 1:
+                item["name"] = name
+                if isinstance(item.get("label"), str):
+                    item["label"] = f"{item['label'][:26]} {n}"
+            names.add(name)
 
 
 def _accept_design(draft: Draft, reply: Any) -> None:
@@ -424,6 +444,8 @@ def _repair_dependents(draft: Draft, data: dict[str, Any]) -> dict[str, Any]:
     items = rename(data.get("dependents"))
     for item in items if isinstance(items, list) else []:
         if isinstance(item, dict):
+            if isinstance(item.get("expression"), str):  # a stray separator inside the string
+                item["expression"] = item["expression"].strip().rstrip(",;").strip()
             span = item.get("typical_range")
             if isinstance(span, list) and len(span) == 2 and None not in span:
                 item["typical_range"] = sorted(span, key=float)
