@@ -142,9 +142,15 @@ class OpenAIBackend:
         self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="openai-backend")
 
     def complete(
-        self, conversations: list[list[Message]], tools: list[dict[str, Any]]
+        self,
+        conversations: list[list[Message]],
+        tools: list[dict[str, Any]],
+        *,
+        response_format: dict[str, Any] | None = None,
     ) -> list[Completion]:
-        """One completion per conversation, in order (requests run concurrently)."""
+        """One completion per conversation, in order (requests run concurrently).
+        ``response_format`` is accepted and not sent yet (the text is not constrained)."""
+        del response_format
         if not conversations:
             return []
         send_tools = tools if self.native_tools and tools else None

@@ -132,9 +132,15 @@ class VLLMBackend:
             return None
 
     def complete(
-        self, conversations: list[list[Message]], tools: list[dict[str, Any]]
+        self,
+        conversations: list[list[Message]],
+        tools: list[dict[str, Any]],
+        *,
+        response_format: dict[str, Any] | None = None,
     ) -> list[Completion]:
-        """Answer every conversation with one ``LLM.chat`` call; never raises."""
+        """Answer every conversation with one ``LLM.chat`` call; never raises.
+        ``response_format`` is accepted and not applied yet (the text is not constrained)."""
+        del response_format
         if not conversations:
             return []
         kwargs: dict[str, Any] = {"sampling_params": self._sampling, "use_tqdm": False}
