@@ -37,9 +37,9 @@ from isg_gym.simulator.procedural import build_spec
 
 COMMITTED = Path(__file__).parent / "data" / "llm_specs"
 GOLDEN = {  # isg materialize SEED DIR --specs tests/data/llm_specs (spec v2)
-    0: "145371468815ff690d6a4621c43aaf1eb76c0078faf132e86239f6359c23bdbd",
-    1: "b16959f74c4772ca463c717b0892bc33d9d5050783dcf0afa7684fd230bdcb3a",
-    2: "f99133079df4e6c1c48a04386627bfad84777722ab56ac661e5dc39c50027290",
+    0: "39f45750d8848e20753f3b742cff99afb7db839619c0aa5e95d0a3b2ceb4a313",
+    1: "c80995847ebf16f353a865decf8658f61116f7df916b118218985e4607c27031",
+    2: "6b66974120eac479ac7c9e52956549168fd5e170970de72651a60a66dca85594",
 }
 
 

@@ -81,6 +81,13 @@ def add_command(sub: Any) -> None:
         help="replies asked per stage before a seed fails (default 3)",
     )
     s.add_argument(
+        "--profile",
+        default="full",
+        choices=("full", "small"),
+        help="reply bounds: full (default), or small for sub-1B models (builder llm-small: "
+        "the fewest variables, short texts)",
+    )
+    s.add_argument(
         "--retry-failed",
         action="store_true",
         help="build again the seeds the cache records as failed",
@@ -150,7 +157,8 @@ def _builder(args: argparse.Namespace) -> tuple[Any, Any]:
     except (ImportError, ValueError, FileNotFoundError) as exc:
         raise EvalCliError(str(exc)) from None
     ask = BatchedAsk(backend) if args.backend == "vllm" else backend_ask(backend)
-    return LLMBuilder(ask, args.model, max_attempts=args.max_attempts), backend
+    builder = LLMBuilder(ask, args.model, max_attempts=args.max_attempts, profile=args.profile)
+    return builder, backend
 
 
 def summary_lines(summary: Any, builder: Any) -> list[str]:
