@@ -169,3 +169,54 @@ def test_designer_faults_are_consumed_in_order() -> None:
     body = {"messages": [{"role": "user", "content": "Step 1 of 7"}]}
     assert designer(body) == {"content": "a"} and designer(body) == {"status": 500}
     assert "titles" in designer(body)["content"] and designer.asked == {"titles": 3}
+
+
+def test_a_backend_that_rewrites_the_schema_cannot_change_the_next_request() -> None:
+    """llama.cpp's converter rewrites ``$ref``s in place: each call gets its own copy."""
+    schemas: list[str] = []
+
+    class Rewriting:
+        name, model = "rewriting", "r"
+
+        def complete(
+            self,
+            conversations: list[Any],
+            tools: list[Any],
+            *,
+            response_format: dict[str, Any] | None = None,
+        ) -> list[Completion]:
+            import json
+
+            schemas.append(json.dumps(response_format, sort_keys=True))
+            response_format["json_schema"]["schema"]["$defs"] = "rewritten"
+            conv = conversations[0]
+            body = {
+                "messages": conv,
+                "response_format": {
+                    "json_schema": {"name": response_format["json_schema"]["name"]}
+                },
+            }
+            return [Completion(text=json.dumps(valid_reply(stage_of(body), conv[1]["content"])))]
+
+    builder = LLMBuilder(backend_ask(Rewriting()), "r")
+    assert builder.build(1).status == "built" and builder.build(2).status == "built"
+    assert all("rewritten" not in s for s in schemas)
+    assert all("rewritten" not in str(stage.response_format) for stage in STAGES)
+
+
+def test_a_backend_raising_is_a_backend_error_not_a_crash() -> None:
+    class Raising:
+        name, model = "raising", "x"
+
+        def complete(
+            self,
+            conversations: list[Any],
+            tools: list[Any],
+            *,
+            response_format: dict[str, Any] | None = None,
+        ) -> list[Completion]:
+            raise ValueError("cannot build a grammar from this JSON schema")
+
+    result = LLMBuilder(backend_ask(Raising()), "x").build(0)
+    assert result.status == "error" and result.failure["kind"] == "backend"
+    assert "ValueError: cannot build a grammar" in result.failure["reason"]

@@ -12,6 +12,7 @@ build never holds the others up.
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import threading
 from collections.abc import Iterator
@@ -89,7 +90,9 @@ class BatchedAsk:
     def _complete(self, group: list[_Request]) -> list[Completion]:
         try:
             replies = self.backend.complete(
-                [r.messages for r in group], [], response_format=group[0].response_format
+                [r.messages for r in group],
+                [],
+                response_format=copy.deepcopy(group[0].response_format),
             )
         except Exception as exc:  # backends should not raise; if one does, no thread hangs
             replies = [Completion(error=f"{type(exc).__name__}: {exc}")] * len(group)

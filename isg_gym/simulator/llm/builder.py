@@ -11,6 +11,7 @@ the build ends with status ``error`` and is not cached, so a later run retries i
 from __future__ import annotations
 
 import contextlib
+import copy
 import inspect
 import time
 from collections.abc import Callable
@@ -45,8 +46,9 @@ def backend_ask(backend: Any) -> Ask:
         structured = False
 
     def ask(messages: list[Message], response_format: dict[str, Any]) -> Completion:
-        if structured:
-            return backend.complete([messages], [], response_format=response_format)[0]
+        if structured:  # a copy: a backend may rewrite the schema it is given (its $refs)
+            fmt = copy.deepcopy(response_format)
+            return backend.complete([messages], [], response_format=fmt)[0]
         return backend.complete([messages], [])[0]
 
     ask.structured = structured  # type: ignore[attr-defined]
@@ -123,7 +125,10 @@ class LLMBuilder:
                 error = StageError("timeout", f"the build ran past its {self.time_budget:g} s")
                 record["rejected"]["timeout"] = record["rejected"].get("timeout", 0) + 1
                 break
-            completion = self.ask(messages, stage.response_format)
+            try:
+                completion = self.ask(messages, stage.response_format)
+            except Exception as exc:  # a backend should not raise; if it does, not the model's
+                completion = Completion(error=f"{type(exc).__name__}: {exc}")
             record["attempts"] += 1
             stats["calls"] += 1
             stats["prompt_tokens"] += completion.prompt_tokens
