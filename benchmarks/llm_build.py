@@ -48,7 +48,7 @@ def _records(directory: str, model: str | None) -> list[dict[str, Any]]:
     entries = [
         e
         for e in cache.entries()
-        if e.key.builder == "llm" and (model is None or e.key.model == model)
+        if e.key.builder.startswith("llm") and (model is None or e.key.model == model)
     ]
     builds = {e.key.build for e in entries}
     if len(builds) > 1:

@@ -343,3 +343,24 @@ def test_a_cached_repository_equals_the_spec_it_was_built_from(server, tmp_path)
     fresh, cached = Repository(result.spec), Repository(load_spec(11, tmp_path))
     assert fresh.files() == cached.files()
     assert all(fresh.read_bytes(p) == cached.read_bytes(p) for p in fresh.files())
+
+
+def test_the_summary_gives_model_figures_for_every_model_builder() -> None:
+    from types import SimpleNamespace
+
+    from isg_gym.simulator.build import BuildSummary
+    from isg_gym.simulator.build_cli import summary_lines
+
+    summary = BuildSummary(
+        requested=2,
+        built=1,
+        failed=1,
+        calls=15,
+        prompt_tokens=900,
+        completion_tokens=300,
+        wall_seconds=3.0,
+    )
+    small = SimpleNamespace(name="llm-small", model="smollm2")
+    assert any("model calls 15 (7.5 per seed)" in line for line in summary_lines(summary, small))
+    procedural = SimpleNamespace(name="procedural", model="")
+    assert not any("model calls" in line for line in summary_lines(summary, procedural))

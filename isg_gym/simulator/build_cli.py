@@ -175,7 +175,7 @@ def summary_lines(summary: Any, builder: Any) -> list[str]:
             for (stage, kind), n in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0])):
                 lines.append(f"  {stage:<11} {kind:<11} {n:>6}")
     new = s.built + s.failed
-    if builder.name == "llm" and new:
+    if builder.model and new:  # a model's builder (llm, llm-small)
         wall = max(s.wall_seconds, 1e-9)
         lines.append(
             f"model calls {s.calls} ({s.calls / new:.1f} per seed), prompt tokens "
