@@ -29,6 +29,42 @@ from isg_gym.eval.backends.llamacpp import (
 OUTCOMES = {"correct", "wrong", "abstained", "format_error", "truncated", "no_answer"}
 
 
+# ---------------------------------------------------------------- requirements
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def _llama_cpp() -> None:
+    """Skip locally (fail under CI) when llama-cpp-python is missing."""
+    try:
+        import llama_cpp  # noqa: F401
+    except ImportError as exc:
+        problem = f"llama-cpp-python is not installed ({exc}); run: {INSTALL_HINT}"
+        if _in_ci():
+            pytest.fail(f"CI needs llama-cpp-python: {problem}")
+        pytest.skip(problem)
+
+
+def _smollm2() -> str:
+    """The SmolLM2 GGUF path; skip locally (fail under CI) when llama.cpp or the model is
+    missing."""
+    problem = None
+    try:
+        import llama_cpp  # noqa: F401
+    except ImportError as exc:
+        problem = f"llama-cpp-python is not installed ({exc}); run: {INSTALL_HINT}"
+    if problem is None:
+        try:
+            return default_model_path()
+        except FileNotFoundError as exc:
+            problem = f"{exc} (install with: {MODEL_HINT})"
+    if _in_ci():
+        pytest.fail(f"CI needs the llama.cpp test model: {problem}")
+    pytest.skip(problem)
+
+
 # ---------------------------------------------------------------- a fake llama.cpp
 
 
@@ -72,7 +108,7 @@ def fake(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> LlamaCppBackend:
     monkeypatch.setattr(llamacpp, "_import_llama", lambda: FakeModule)
     model = tmp_path / "tiny.gguf"
     model.write_bytes(b"GGUF")
-    return LlamaCppBackend(str(model), n_ctx=1024, max_tokens=100)
+    return LlamaCppBackend(str(model), n_ctx=1024, max_tokens=100, state_bytes=0)
 
 
 def _size(messages: list[dict[str, str]]) -> int:
@@ -188,14 +224,13 @@ def test_complete_sends_plain_text_requests(fake: LlamaCppBackend) -> None:
     assert isinstance(fake, ChatBackend)
     assert (fake.name, fake.model) == ("llamacpp", "tiny.gguf")
     fake._llm.script = ["first", "second"]
-    tools = [{"type": "function", "function": {"name": "final_answer"}}]
-    out = fake.complete([_long_conversation(1, 10), _long_conversation(2, 10)], tools)
+    out = fake.complete([_long_conversation(1, 10), _long_conversation(2, 10)], [])
     assert out == [
         Completion(text="first", prompt_tokens=11, completion_tokens=3, finish_reason="stop"),
         Completion(text="second", prompt_tokens=11, completion_tokens=3, finish_reason="stop"),
     ]
     call = fake._llm.calls[0]
-    assert "tools" not in call and "grammar" not in call
+    assert "tools" not in call and call["grammar"] is None
     assert (call["max_tokens"], call["temperature"], call["seed"]) == (100, 0.0, 0)
     assert call["stop"] == ["<tool_response>"]
     assert {m["role"] for m in call["messages"]} <= {"system", "user", "assistant"}
@@ -251,29 +286,68 @@ def test_missing_model_names_the_install_command(monkeypatch: pytest.MonkeyPatch
         LlamaCppBackend("/nonexistent/model.gguf")
 
 
+# ---------------------------------------------------------------- grammars
+
+CITY = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}, "population": {"type": "integer"}},
+    "required": ["city", "population"],
+    "additionalProperties": False,
+}
+CITY_FORMAT = {"type": "json_schema", "json_schema": {"name": "city", "schema": CITY}}
+
+
+def test_tools_become_one_cached_grammar(fake: LlamaCppBackend) -> None:
+    _llama_cpp()
+    from isg_gym.tools.schemas import tool_schemas
+
+    tools = tool_schemas()
+    fake._llm.script = ["a", "b"]
+    fake.complete([_long_conversation(1, 10)], tools)
+    fake.complete([_long_conversation(2, 10)], tool_schemas())  # an equal tool set
+    first, second = (c["grammar"] for c in fake._llm.calls)
+    assert first is second  # built once per tool set
+    text = first._grammar
+    root = next(line for line in text.splitlines() if line.startswith("root ::= "))
+    assert root == 'root ::= "<tool_call>" call "</tool_call>" | answer'
+    for tool in tools:
+        assert f'\\"{tool["function"]["name"]}\\"' in text
+    assert all(c["stop"] is None for c in fake._llm.calls)  # the grammar ends the message
+    fake.constrain_tools = False
+    fake.complete([_long_conversation(1, 10)], tools)
+    assert fake._llm.calls[-1]["grammar"] is None
+
+
+def test_response_format_becomes_a_grammar(fake: LlamaCppBackend) -> None:
+    _llama_cpp()
+    fake._llm.script = ['{"city": "Oslo", "population": 700000}'] * 3
+    tools = [{"type": "function", "function": {"name": "final_answer", "parameters": {}}}]
+    (completion,) = fake.complete([_long_conversation(1, 10)], tools, response_format=CITY_FORMAT)
+    assert completion.text == '{"city": "Oslo", "population": 700000}'
+    grammar = fake._llm.calls[-1]["grammar"]
+    assert '\\"population\\"' in grammar._grammar and "tool_call" not in grammar._grammar
+    fake.complete([_long_conversation(1, 10)], [], response_format={"type": "json_object"})
+    assert fake._llm.calls[-1]["grammar"] is not None
+    fake.complete([_long_conversation(1, 10)], [], response_format={"type": "text"})
+    assert fake._llm.calls[-1]["grammar"] is None
+    calls = len(fake._llm.calls)
+    for bad in ({"type": "yaml"}, {"type": "json_schema"}, "json", {"type": "json_schema",
+                "json_schema": {"name": "x", "schema": ["not", "a", "schema"]}}):  # fmt: skip
+        with pytest.raises(ValueError, match=r"response_format|JSON schema"):
+            fake.complete([_long_conversation(1, 10)], [], response_format=bad)
+    assert len(fake._llm.calls) == calls  # refused before anything is generated
+
+
+def test_grammar_strings_hold_no_raw_control_characters() -> None:
+    _llama_cpp()
+    from isg_gym.eval.backends.grammar import JSON_CHAR, schema_grammar
+
+    text = schema_grammar({"type": "string"})
+    assert f"char ::= {JSON_CHAR}" in text.splitlines()
+    assert "\\x00-\\x1F" in JSON_CHAR
+
+
 # ---------------------------------------------------------------- the real model
-
-
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
-
-
-def _smollm2() -> str:
-    """The SmolLM2 GGUF path; skip locally (fail under CI) when llama.cpp or the model is
-    missing."""
-    problem = None
-    try:
-        import llama_cpp  # noqa: F401
-    except ImportError as exc:
-        problem = f"llama-cpp-python is not installed ({exc}); run: {INSTALL_HINT}"
-    if problem is None:
-        try:
-            return default_model_path()
-        except FileNotFoundError as exc:
-            problem = f"{exc} (install with: {MODEL_HINT})"
-    if _in_ci():
-        pytest.fail(f"CI needs the llama.cpp test model: {problem}")
-    pytest.skip(problem)
 
 
 class Recorder:
@@ -285,9 +359,9 @@ class Recorder:
         self.completions: list[Completion] = []
 
     def complete(
-        self, conversations: list[list[dict[str, Any]]], tools: list[Any]
+        self, conversations: list[list[dict[str, Any]]], tools: list[Any], **kwargs: Any
     ) -> list[Completion]:
-        out = self.backend.complete(conversations, tools)
+        out = self.backend.complete(conversations, tools, **kwargs)
         self.completions.extend(out)
         return out
 
@@ -349,3 +423,20 @@ def test_smollm2_survives_a_conversation_longer_than_its_context() -> None:
     assert completion.error is None, completion.error
     assert 0 < completion.prompt_tokens <= 512 - 16
     assert completion.completion_tokens > 0
+
+
+def test_smollm2_follows_a_response_format() -> None:
+    smollm2 = _smollm2()
+    backend = LlamaCppBackend(smollm2, n_ctx=1024, max_tokens=64, n_threads=1)
+    conversation = [
+        {"role": "system", "content": "You extract facts as JSON."},
+        {"role": "user", "content": "Oslo is the capital of Norway; 709,000 people live there."},
+    ]
+    try:
+        (schema_reply,) = backend.complete([conversation], [], response_format=CITY_FORMAT)
+    finally:
+        backend.close()
+    assert schema_reply.error is None and schema_reply.finish_reason == "stop"
+    value = json.loads(schema_reply.text)
+    assert set(value) == {"city", "population"}
+    assert isinstance(value["city"], str) and type(value["population"]) is int

@@ -550,3 +550,14 @@ def test_a_context_overflow_is_the_models_failure_not_infrastructure(tmp_path: P
     assert [r["outcome"] for r in records] == ["context_exceeded"] * 2
     summary = summarize(records)
     assert (summary["n"], summary["correct"], summary["infrastructure_failures"]["n"]) == (2, 0, 0)
+
+
+def test_response_format_keyword_is_accepted() -> None:
+    response_format = {"type": "json_schema", "json_schema": {"name": "x", "schema": {}}}
+    with ScriptedChatServer([{"content": "{}"}]) as server:
+        backend = _backend(server, max_retries=0)
+        try:
+            (completion,) = backend.complete([_user("q")], [], response_format=response_format)
+        finally:
+            backend.close()
+    assert (completion.error, completion.text) == (None, "{}")

@@ -142,19 +142,36 @@ class OpenAIBackend:
         self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="openai-backend")
 
     def complete(
-        self, conversations: list[list[Message]], tools: list[dict[str, Any]]
+        self,
+        conversations: list[list[Message]],
+        tools: list[dict[str, Any]],
+        *,
+        response_format: dict[str, Any] | None = None,
     ) -> list[Completion]:
-        """One completion per conversation, in order (requests run concurrently)."""
+        """One completion per conversation, in order (requests run concurrently).
+
+        ``response_format`` (e.g. ``{"type": "json_schema", "json_schema": {"name", "schema"}}``)
+        is sent as is: the server constrains the reply to the schema (vLLM's structured
+        outputs, OpenAI's JSON-schema mode); the caller still validates what comes back.
+        """
         if not conversations:
             return []
         send_tools = tools if self.native_tools and tools else None
-        return list(self._pool.map(lambda conv: self._one(conv, send_tools), conversations))
+        return list(self._pool.map(lambda conv: self._one(conv, send_tools, response_format),
+                                   conversations))  # fmt: skip
 
-    def _request(self, messages: list[Message], tools: list[dict[str, Any]] | None) -> dict:
+    def _request(
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]] | None,
+        response_format: dict[str, Any] | None = None,
+    ) -> dict:
         kwargs: dict[str, Any] = {
             "model": self.model,
             "messages": [clean_message(m) for m in messages],
         }
+        if response_format is not None:
+            kwargs["response_format"] = response_format
         if self.temperature is not None:
             kwargs["temperature"] = self.temperature
         if self.max_tokens is not None:
@@ -167,9 +184,15 @@ class OpenAIBackend:
             kwargs["extra_body"] = self.extra_body
         return kwargs
 
-    def _one(self, messages: list[Message], tools: list[dict[str, Any]] | None) -> Completion:
+    def _one(
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]] | None,
+        response_format: dict[str, Any] | None = None,
+    ) -> Completion:
         try:
-            response = self._client.chat.completions.create(**self._request(messages, tools))
+            request = self._request(messages, tools, response_format)
+            response = self._client.chat.completions.create(**request)
         except Exception as exc:  # the SDK has retried already: report, never raise
             return Completion(error=_error_text(exc), error_kind=_error_kind(exc))
         return parse_response(response)
