@@ -618,9 +618,12 @@ class ISGEnv(gym.Env[str, Any]):
                     f"the earlier cells; at most {MAX_SESSION_CHARS})"
                 )
             program = replay_program(self._cells, code)
-        files_dir = self._materialised()
+        # the built-in sandboxes take the Repository itself (a FileSource: served lazily);
+        # other sandbox objects get a materialised directory
+        lazy = getattr(sandbox, "accepts_file_sources", False)
+        files = self._repo if lazy else self._materialised()
         try:
-            result = sandbox.run(program, files_dir)
+            result = sandbox.run(program, files)
         except Exception as exc:
             self._infra_error = f"the sandbox failed: {type(exc).__name__}: {exc}"
             raise ToolError(self._infra_error) from None
