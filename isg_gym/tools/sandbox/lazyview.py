@@ -556,9 +556,11 @@ def _probe() -> str | None:
     return None
 
 
-def live_mounts() -> list[str]:
-    """Mount points of lazy views in this mount namespace (any process's, dead ones included)."""
-    return [mp for mp, _ in _lazy_mounts()]
+def live_mounts(pid: int | None = None) -> list[str]:
+    """Mount points of lazy views in this mount namespace: those served by process ``pid``, or
+    every process's (dead ones included) when None."""
+    wanted = None if pid is None else f"{FSNAME}:{pid}"
+    return [mp for mp, source in _lazy_mounts() if wanted is None or source == wanted]
 
 
 def _lazy_mounts() -> list[tuple[str, str]]:
