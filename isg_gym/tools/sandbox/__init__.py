@@ -45,6 +45,17 @@ itself and restarts when it changes. The view and the worker are removed by ``cl
 the sandbox is garbage-collected or the interpreter exits. ``memory_mb`` is the address space a
 call may add on top of the zygote's pre-imported libraries. ``ExecResult.files_read`` is the
 child's own report: a measurement for evaluation, never trusted for anything else.
+
+``run`` also takes a :class:`~isg_gym.tools.files.FileSource` (a ``Repository``, a ``DictFiles``)
+instead of a directory. Then nothing is written to disk first: the worker's ``/data`` is a
+read-only FUSE mount served from this process (:mod:`isg_gym.tools.sandbox.lazyview`) that
+generates each file when it is first looked up or read; another source is a new generation of
+the same mount (the worker keeps running, the kernel's caches of the old one are invalidated),
+and ``files_read`` is then the server's record of the files the child opened. Where FUSE cannot
+run (no ``/dev/fuse``, no libfuse 3, no ``mfusepy``, mount refused) the source's files are
+written into the worker's view instead, with one logged warning; ``files="materialise"`` (or
+``ISG_SANDBOX_FILES=materialise``) asks for that, ``files="lazy"`` refuses to fall back, and
+``isg doctor`` says which is in use.
 """
 
 from __future__ import annotations
