@@ -12,6 +12,7 @@ import stat
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -413,6 +414,52 @@ def test_sandbox_serves_sources_lazily_and_swaps_without_a_restart(lazy_sandbox)
     res = sb.run("import os\nos.listdir('.')", "/")  # a directory again: restart, unmount
     assert res.error is None and sb._lazy is None and view.mountpoint not in live_mounts()
     assert sb.run(CELL, A).value == "(True, 2.0, ['only_a', 'same.txt', 'sub', 'x.csv'])"
+
+
+class Slow:
+    """Ten files, each taking ``delay`` seconds to generate (twice: size, then bytes)."""
+
+    def __init__(self, key: str, delay: float) -> None:
+        self.key, self.delay = key, delay
+
+    def is_dir(self, path: str) -> bool:
+        return path == ""
+
+    def is_file(self, path: str) -> bool:
+        return path in self.listdir()
+
+    def listdir(self, path: str = "") -> list[str]:
+        return [f"f{i}" for i in range(10)]
+
+    def read_bytes(self, path: str) -> bytes:
+        time.sleep(self.delay)
+        return b"x" * 10
+
+    def file_size(self, path: str) -> int:
+        return len(self.read_bytes(path))
+
+
+READ_ALL = (
+    "import os\nn = 0\nfor f in sorted(os.listdir('.')):\n    n += len(open(f).read())\n"
+    "    print(f, flush=True)\nn"
+)
+
+
+def test_generation_time_is_credited_to_the_call_up_to_a_cap() -> None:
+    """The server's time is not the code's: 10 files x 0.3 s of generation fit in a 2 s wall
+    limit (credited), a 3 s sleep does not, and credit stops at 4x the limit."""
+    require_fuse()
+    if sandbox_pkg.bwrap_available() is not None:
+        pytest.skip("bubblewrap cannot run here")
+    limits = SandboxLimits(cpu_seconds=2, wall_seconds=2, memory_mb=512)
+    with get_sandbox("bwrap", limits, files="lazy") as sb:
+        res = sb.run(READ_ALL, Slow("slow:0.15", 0.15))  # 3 s of generation
+        assert res.value == "100" and not res.timed_out, res
+        res = sb.run("import time\ntime.sleep(3)", Slow("slow:0.15", 0.15))
+        assert res.timed_out, res  # the code's own time is never credited
+        res = sb.run(READ_ALL, Slow("slow:0.6", 0.6))  # 12 s of generation: past 2 + 4 x 2
+        assert res.timed_out and 0 < res.stdout.count("\n") < 10, res
+        assert sb.run("1 + 1", A).value == "2"
 
 
 def test_materialising_fallback_shows_the_same(tmp_path: Path) -> None:

@@ -254,6 +254,11 @@ ATTACKS: dict[str, tuple[str, Callable[[ExecResult], None]]] = {
         "(rc, ctypes.get_errno())",
         value("(-1, 1)"),  # EPERM: seccomp (no handles, so no open_by_handle_at of old inodes)
     ),
+    "no_server_descriptor": (  # e.g. the clock-credit pipe: only the supervisor holds it
+        "import os\nopen_fds = []\nfor fd in range(5, 4096):\n    try:\n        os.fstat(fd)\n"
+        "        open_fds.append(fd)\n    except OSError:\n        pass\nopen_fds",
+        value("[]"),
+    ),
     # --- floods ----------------------------------------------------------------------------
     "many_opens": (
         "import errno\nfs = []\ntry:\n    while len(fs) < 100000:\n"

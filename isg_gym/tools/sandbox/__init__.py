@@ -262,7 +262,7 @@ class Sandbox:
             try:
                 self._proc.stdin.write(_encode({"code": code}))
                 self._proc.stdin.flush()
-                reply = self._recv(float(self.limits.wall_seconds) + 15.0)
+                reply = self._recv(self._reply_timeout())
             except (OSError, EOFError, TimeoutError, ValueError) as exc:
                 detail = self._log_tail()
                 self._stop()
@@ -280,6 +280,14 @@ class Sandbox:
             if lazy is not None:  # the server's record of the files opened: it cannot be forged
                 result = dataclasses.replace(result, files_read=lazy.take_opened())
             return result
+
+    def _reply_timeout(self) -> float:
+        """Seconds to wait for a call's reply: its wall limit, plus what the lazy view may
+        credit to it (worker.py's clock credit), plus slack."""
+        wall = float(self.limits.wall_seconds)
+        if self._lazy is not None:
+            wall *= 1 + _worker_module().CLOCK_CREDIT_FACTOR
+        return wall + 15.0
 
     @property
     def files_mode(self) -> str:
@@ -417,6 +425,9 @@ class Sandbox:
     def _launch(self, worker_dir: str, shown: str) -> None:
         """Start the worker on ``worker_dir`` (its ``/data``), which shows ``shown``."""
         config = self._config(worker_dir)
+        clock = self._lazy.clock_fd if self._lazy is not None else -1
+        if clock >= 0:  # the view credits its time to the call's wall clock (worker.py)
+            config["clock_fd"] = clock
         cmd = self._command(worker_dir, config)
         self._log = tempfile.TemporaryFile(prefix="isg-sandbox-")  # noqa: SIM115
         self._proc = subprocess.Popen(
@@ -427,6 +438,7 @@ class Sandbox:
             env=self._launcher_env(),
             cwd="/",
             close_fds=True,
+            pass_fds=(clock,) if clock >= 0 else (),
             start_new_session=True,
         )
         self._finalizer = weakref.finalize(self, _teardown, self._proc, self._owned, self._lazy)

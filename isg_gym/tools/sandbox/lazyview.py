@@ -23,6 +23,11 @@ stat'ed or read (the source memoises them; a :class:`~isg_gym.repository.Reposit
   process mounts its first view. A forked child never unmounts its parent's views.
 - ``opened`` (:meth:`LazyView.take_opened`) records the files the sandbox child opened: the
   server's own measurement, which the child cannot forge.
+- **Clock credit**: time spent answering a request (generating a file's bytes, mostly) is
+  time the sandbox child waited, not time it ran; the server reports it on a pipe
+  (:attr:`LazyView.clock_fd`, the read end, for the sandbox worker) and the worker moves the
+  call's wall-clock deadline by as much (capped there), so a first read of many files is not
+  a timeout where the same files written to disk beforehand would not be.
 
 Built on ``mfusepy`` (ctypes bindings for libfuse 3: its struct layouts and the loaded library),
 driving libfuse's ``fuse_new``/``fuse_mount``/``fuse_loop`` directly rather than through
@@ -39,6 +44,7 @@ import errno
 import logging
 import os
 import stat
+import struct
 import tempfile
 import threading
 import time
@@ -66,6 +72,7 @@ CACHE_SECONDS = 86400.0  # names, attributes and pages within one generation
 JOIN_SECONDS = 5.0
 MAX_OPENED = 1000  # files recorded per call (like the worker's own report)
 MAX_LOGGED_FAULTS = 5
+CREDIT_MIN_SECONDS = 0.001  # requests answered faster are not reported to the worker
 FILE_MODE = stat.S_IFREG | 0o444
 DIR_MODE = stat.S_IFDIR | 0o555
 ROOT_ID = 1  # FUSE_ROOT_ID: the kernel's node id of the mount root
@@ -212,6 +219,9 @@ class _Server:
         self.thread: threading.Thread | None = None
         self.mountpoint = ""
         self._callbacks: list[Any] = []
+        self.clock_lock = threading.Lock()
+        self.clock_r, self.clock_w = os.pipe2(os.O_CLOEXEC)
+        os.set_blocking(self.clock_w, False)  # a full pipe drops a credit, never blocks
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -278,6 +288,7 @@ class _Server:
             self.closed = True
         fuse, self.fuse = self.fuse, None
         if fuse is None:
+            self._close_clock()
             return
         lib = _BINDING["mfusepy"]._libfuse
         lib.fuse_exit(fuse)
@@ -292,6 +303,25 @@ class _Server:
                         "on its own", self.mountpoint)  # fmt: skip
         with contextlib.suppress(OSError):
             os.rmdir(self.mountpoint)
+        self._close_clock()
+
+    def _close_clock(self) -> None:
+        with self.clock_lock:
+            for fd in (self.clock_r, self.clock_w):
+                if fd >= 0:
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
+            self.clock_r = self.clock_w = -1
+
+    def credit(self, seconds: float) -> None:
+        """Report ``seconds`` of server time to the sandbox worker (whole milliseconds)."""
+        ms = int(seconds * 1000)
+        if ms <= 0:
+            return
+        with self.clock_lock:
+            if self.clock_w >= 0:
+                with contextlib.suppress(OSError):  # full (nobody reading): dropped
+                    os.write(self.clock_w, struct.pack(">I", min(ms, 0xFFFFFFFF)))
 
     @property
     def alive(self) -> bool:
@@ -338,6 +368,7 @@ class _Server:
     def _guard(self, name: str, handler: Any) -> Any:
         def call(*args: Any) -> Any:
             self.requests += 1
+            started = time.perf_counter()
             try:
                 return handler(*args)
             except OSError as exc:
@@ -348,6 +379,10 @@ class _Server:
                 if self.faults <= MAX_LOGGED_FAULTS:
                     log.exception("lazy view %s: %s failed", self.mountpoint, name)
                 return None if name == "init" else -errno.EIO
+            finally:
+                spent = time.perf_counter() - started
+                if spent >= CREDIT_MIN_SECONDS:
+                    self.credit(spent)
 
         call.__name__ = name
         return call
@@ -473,7 +508,11 @@ class LazyView:
 
     def __init__(self, *, invalidate: bool = True) -> None:
         self._server = _Server(invalidate)
-        self._server.mount()
+        try:
+            self._server.mount()
+        except BaseException:
+            self._server._close_clock()
+            raise
         self._finalizer = weakref.finalize(self, self._server.close)
 
     @property
@@ -492,6 +531,11 @@ class LazyView:
     @property
     def generation(self) -> int:
         return self._server.gen.number
+
+    @property
+    def clock_fd(self) -> int:
+        """The read end of the clock-credit pipe, for the sandbox worker (-1 once closed)."""
+        return self._server.clock_r
 
     @property
     def requests(self) -> int:
