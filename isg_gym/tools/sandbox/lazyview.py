@@ -334,6 +334,8 @@ class _Server:
         with self.lock:
             if self.closed or self.fuse is None:
                 raise LazyViewError("the lazy view is closed")
+            if self.thread is None or not self.thread.is_alive():
+                raise LazyViewError(f"the lazy view's server at {self.mountpoint} has stopped")
             old = self.gen
             if source.key == old.key:
                 return False
