@@ -347,7 +347,7 @@ class ISGEnv(ToolEnv):
         return {
             LIST_DIRECTORY: lambda args: files.list_directory(repo, args),
             READ_TEXT_FILE: lambda args: self._read_text_file(repo, args),
-            RUN_PYTHON_CODE: lambda args: self._run_python(args, self._materialised),
+            RUN_PYTHON_CODE: lambda args: self._run_python(args, self._sandbox_files),
         }
 
     def _read_text_file(self, repo: Repository, arguments: dict[str, Any]) -> str:
@@ -358,6 +358,13 @@ class ISGEnv(ToolEnv):
     def _files_read(self, paths: list[str]) -> list[str]:
         assert self._repo is not None  # a failed open of a missing path is not a read
         return existing_files(self._repo, paths)
+
+    def _sandbox_files(self) -> Any:
+        """What run_python_code shows at /data: the Repository itself (a FileSource, served
+        lazily) for the built-in sandboxes, a materialised directory for other objects."""
+        if getattr(self._python.sandbox(), "accepts_file_sources", False):
+            return self._repo
+        return self._materialised()
 
     def _materialised(self) -> str:
         """The current repository on disk: read-only, randomly named, shared by the envs of this

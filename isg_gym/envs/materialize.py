@@ -39,7 +39,7 @@ PREFIX = "isg-repo-"
 class _Entry:
     path: str
     refs: int
-    spec: object = None  # the Spec written there: one seed, one Spec per process at a time
+    key: str = ""  # the Repository.key written there: one seed, one Spec per process at a time
 
 
 _lock = threading.RLock()
@@ -108,9 +108,9 @@ def acquire(repo: Repository) -> str:
             del _entries[seed]  # removed behind our back: write it again
             entry = None
         if entry is None:
-            entry = _Entry(_write(repo), 0, repo.spec)
+            entry = _Entry(_write(repo), 0, repo.key)
             _entries[seed] = entry
-        elif entry.spec != repo.spec:  # e.g. a cached LLM-built Spec beside the procedural one
+        elif entry.key != repo.key:  # e.g. a cached LLM-built Spec beside the procedural one
             raise OSError(
                 f"repository {seed} is materialised in this process from another Spec; two "
                 "Specs of one seed (procedural and cached, or two models) cannot be open at once"

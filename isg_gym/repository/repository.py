@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 from collections.abc import Callable
@@ -25,6 +26,8 @@ class Repository:
 
     Tables and serialised bytes are memoised per repository in bounded LRU caches
     (``cache_size`` files each). Returned tables are shared: treat them as read-only.
+    A :class:`~isg_gym.tools.files.FileSource` (``key``, ``is_dir``, ``is_file``, ``listdir``,
+    ``read_bytes``, ``file_size``): the sandbox serves it lazily.
     """
 
     def __init__(self, spec: Spec, cache_size: int = 128) -> None:
@@ -42,6 +45,13 @@ class Repository:
     @property
     def seed(self) -> int:
         return self.spec.seed
+
+    @cached_property
+    def key(self) -> str:
+        """Identity of the bytes: the spec version and a hash of the spec's JSON (two specs
+        with the same seed but different content, e.g. built by an LLM, never share a key)."""
+        digest = hashlib.sha256(self.spec.model_dump_json().encode("utf-8")).hexdigest()
+        return f"isg-repository:v{self.spec.spec_version}:{self.seed}:{digest[:32]}"
 
     @cached_property
     def index(self) -> FileIndex:
@@ -111,6 +121,10 @@ class Repository:
         if path == README and self.readme is not None:
             return self.readme.encode("utf-8")
         return self._bytes(path)
+
+    def file_size(self, path: str) -> int:
+        """The size of any file in bytes (generated, and memoised, to measure it)."""
+        return len(self.read_bytes(path))
 
     def _make_bytes(self, path: str) -> bytes:
         return serialise(self.table(path), self.spec.file_format, self.spec.columns[1].name,
