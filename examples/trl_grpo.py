@@ -50,6 +50,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--chat-template", default="auto", choices=("auto", "hermes", "model"),
                         help="hermes: ChatML with Hermes tool calls; auto: hermes when the "
                         "model's own template has no tool calls")  # fmt: skip
+    parser.add_argument("--prefill-tool-call", action="store_true",
+                        help="with the hermes template: start every model turn with <tool_call> "
+                        "(a model too small to start tool calls itself; answers then go through "
+                        "final_answer)")  # fmt: skip
     parser.add_argument("--max-steps", type=int, default=1, help="optimizer steps")
     parser.add_argument("--questions", type=int, default=8, help="training questions (rows)")
     parser.add_argument("--first-repository", type=int, default=TRAIN_REPOSITORIES.start)
@@ -64,6 +68,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "(RewardConfig.format; 0 leaves only correctness)")  # fmt: skip
     parser.add_argument("--sandbox", default="auto", help="Python sandbox backend")
     parser.add_argument("--cpu", action="store_true", help="train on the CPU even with a GPU")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch CPU threads (1 is much faster on a busy machine: OpenMP "
+                        "threads spin while they wait for a core)")  # fmt: skip
     parser.add_argument("--use-vllm", action="store_true", help="generate with vLLM (colocate)")
     parser.add_argument("--output-dir", default="runs/isg-grpo")
     parser.add_argument("--metrics-out", type=Path, default=None,
@@ -123,6 +130,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from transformers import AutoModelForCausalLM
 
     cpu = args.cpu or not torch.cuda.is_available()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     model_dir = str(smollm2_model_dir(args.model_cache)) if args.model == SMOLLM2 else args.model
     tokenizer = load_tokenizer(model_dir, args.chat_template)
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32 if cpu else "auto")
@@ -144,6 +153,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         max_tool_calling_iterations=args.env_max_steps,
         temperature=args.temperature,
         learning_rate=args.learning_rate,
+        chat_template_kwargs={
+            "enable_thinking": False,
+            "prefill_tool_call": args.prefill_tool_call,
+        },
         use_cpu=cpu,
         bf16=not cpu,  # TRL's default bf16=True is refused on a CPU
         use_vllm=args.use_vllm,

@@ -140,8 +140,8 @@ EXPECTED = (
     "<|im_start|>system\nSYS\n\n# Tools\n\nThese functions can be called. Their JSON schemas are "
     'inside <tools></tools>:\n<tools>\n{"name": "final_answer", "parameters": {"type": "object", '
     '"properties": {"answer": {"type": "string"}}}}\n</tools>\n\nTo call one, write a JSON object '
-    "with its name and arguments inside <tool_call></tool_call>:\n<tool_call>\n"
-    '{"name": "FUNCTION_NAME", "arguments": {"ARGUMENT": "VALUE"}}\n</tool_call><|im_end|>\n'
+    "with its name and arguments inside <tool_call></tool_call>, for example:\n<tool_call>\n"
+    '{"name": "final_answer", "arguments": {"answer": "..."}}\n</tool_call><|im_end|>\n'
     "<|im_start|>user\nQ?<|im_end|>\n"
     '<|im_start|>assistant\n<tool_call>\n{"name": "list_directory", "arguments": {"path": "/"}}\n'
     '</tool_call>\n<tool_call>\n{"name": "read_text_file", "arguments": {"path": "a.csv"}}\n'
@@ -152,7 +152,9 @@ EXPECTED = (
 )
 
 
-def _render(messages: list[dict[str, Any]], tools: Any = None, generation: bool = False) -> str:
+def _render(
+    messages: list[dict[str, Any]], tools: Any = None, generation: bool = False, **kwargs: Any
+) -> str:
     """The template rendered as transformers renders chat templates (a sandboxed Jinja
     environment with trim_blocks, lstrip_blocks and a tojson that keeps non-ASCII)."""
     pytest.importorskip("jinja2")
@@ -163,7 +165,9 @@ def _render(messages: list[dict[str, Any]], tools: Any = None, generation: bool 
                                         extensions=[loopcontrols])  # fmt: skip
     env.filters["tojson"] = lambda x, **kw: json.dumps(x, ensure_ascii=False, **kw)
     template = env.from_string(HERMES_CHATML_TEMPLATE)
-    return template.render(messages=messages, tools=tools, add_generation_prompt=generation)
+    return template.render(
+        messages=messages, tools=tools, add_generation_prompt=generation, **kwargs
+    )
 
 
 def test_chat_template_renders_hermes_tool_calls() -> None:
@@ -171,6 +175,10 @@ def test_chat_template_renders_hermes_tool_calls() -> None:
     # without tools and without a system message: plain ChatML
     assert _render(CONVERSATION[1:2], generation=True) == (
         "<|im_start|>user\nQ?<|im_end|>\n<|im_start|>assistant\n"
+    )
+    # prefill_tool_call: every model turn starts a tool call
+    assert _render(CONVERSATION[:2], TOOLS, generation=True, prefill_tool_call=True).endswith(
+        "<|im_start|>user\nQ?<|im_end|>\n<|im_start|>assistant\n<tool_call>\n"
     )
     # every message renders the same whatever follows (TRL needs this "prefix-preserving")
     for k in range(1, len(CONVERSATION)):
@@ -199,3 +207,12 @@ def test_transformers_renders_and_parses_with_the_template() -> None:
     message = parse_response("It is 7.<|im_end|>", HERMES_RESPONSE_TEMPLATE,
                              prefix=prompt)  # fmt: skip
     assert message == {"role": "assistant", "content": "It is 7."}
+    # with the prefilled <tool_call> in the prompt, the reply is the rest of the call
+    prefilled = render_jinja_template(conversations=[CONVERSATION[:2]], tools=TOOLS,
+                                      chat_template=HERMES_CHATML_TEMPLATE,
+                                      add_generation_prompt=True, prefill_tool_call=True)[0][0]
+    assert prefilled == prompt + "<tool_call>\n"
+    rest = reply[len("<tool_call>\n") :]
+    message = parse_response(rest, HERMES_RESPONSE_TEMPLATE, prefix=prefilled)
+    assert message["tool_calls"][0]["function"] == {"name": "final_answer",
+                                                    "arguments": {"answer": "7"}}  # fmt: skip

@@ -38,9 +38,12 @@ HERMES_CHATML_TEMPLATE = """\
 <tools></tools>:\\n<tools>' }}
 {%- for tool in tools -%}{{ '\\n' }}\
 {{ (tool['function'] if tool['function'] is defined else tool) | tojson }}{%- endfor -%}
+{%- set example = tools[0]['function'] if tools[0]['function'] is defined else tools[0] -%}
+{%- set params = ((example.get('parameters') or {}).get('properties') or {}) | list -%}
 {{ '\\n</tools>\\n\\nTo call one, write a JSON object with its name and arguments inside \
-<tool_call></tool_call>:\\n<tool_call>\\n{"name": "FUNCTION_NAME", "arguments": {"ARGUMENT": \
-"VALUE"}}\\n</tool_call>' }}
+<tool_call></tool_call>, for example:\\n<tool_call>\\n{"name": ' }}{{ example['name'] | tojson }}\
+{{ ', "arguments": {' }}{%- if params -%}{{ params[0] | tojson }}{{ ': "..."' }}{%- endif -%}\
+{{ '}}\\n</tool_call>' }}
 {%- endif -%}
 {{ '<|im_end|>\\n' }}
 {%- endif -%}
@@ -66,7 +69,9 @@ HERMES_CHATML_TEMPLATE = """\
 {%- endif -%}
 {%- endif -%}
 {%- endfor -%}
-{%- if add_generation_prompt -%}{{ '<|im_start|>assistant\\n' }}{%- endif -%}
+{%- if add_generation_prompt -%}{{ '<|im_start|>assistant\\n' }}\
+{%- if prefill_tool_call is defined and prefill_tool_call -%}{{ '<tool_call>\\n' }}{%- endif -%}
+{%- endif -%}
 """
 
 # transformers' response template (>= 5.13) that reads a reply of this chat template back into a
