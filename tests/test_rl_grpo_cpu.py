@@ -33,7 +33,7 @@ def test_one_grpo_step_on_the_cpu(tmp_path: Path) -> None:
            "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}  # fmt: skip
     done = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "trl_grpo.py"), "--max-steps", "1",
-         "--max-completion-length", "96", "--env-max-steps", "2",
+         "--max-completion-length", "96", "--env-max-steps", "2", "--threads", "1",
          "--output-dir", str(tmp_path / "out"), "--metrics-out", str(metrics_file)],
         capture_output=True, text=True, timeout=3000, env=env, cwd=tmp_path,
     )  # fmt: skip
