@@ -250,6 +250,9 @@ def parser() -> argparse.ArgumentParser:
     from isg_gym.tools.sandbox.doctor import add_command as add_doctor
 
     add_doctor(sub)  # isg doctor
+    from isg_gym.play import add_command as add_play
+
+    add_play(sub)  # isg play
     return p
 
 

@@ -535,7 +535,8 @@ def test_env_runs_python_through_the_lazy_view() -> None:
         _, _, _, _, info = env.step({"name": "run_python_code", "arguments": {"code": code}})
         assert "True" in info["tool_results"][0]["output"], info["tool_results"]
         assert info["files_read"] == [path]
-        assert env._python.sandbox().files_mode == "lazy" and env._leases.held() == {}  # nothing on disk
+        assert env._python.sandbox().files_mode == "lazy"
+        assert env._leases.held() == {}  # nothing on disk
     finally:
         env.close()
     assert not ON_CI or own_mounts() == []

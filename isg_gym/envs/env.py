@@ -61,7 +61,9 @@ class ISGEnv(ToolEnv):
     A string (:class:`~isg_gym.envs.spaces.UnicodeText`). After ``reset``: the system prompt
     with the tool descriptions, then the question and the answer instructions. After ``step``:
     the tool results (each headed ``[tool_name]``), or an error message explaining what was
-    wrong with the action.
+    wrong with the action. Text cannot travel through Gymnasium's shared memory:
+    ``gym.vector.AsyncVectorEnv`` needs ``shared_memory=False`` (its default raises an error
+    saying so); ``SyncVectorEnv`` needs nothing.
 
     ## Action
 
