@@ -115,8 +115,8 @@ def stated_number(text: str) -> str | None:
     "equal to", "has", "have", "contains", "holds", "totals", "=", "≈", or a colon; optionally
     then "approximately", "about", ...), e.g. "The minimum is 19.30 g.", "The file has 168 data
     rows." or "Answer: 12" (a bare "168 rows" needs no rule: the numeric rubric reads up to
-    three unit words after a number). Exactly one distinct value must be stated, and no stated number
-    may be hedged (followed, after at most three unit words, by "%", "±", a range "-"/"to",
+    three unit words after a number). Exactly one distinct value must be stated, and no stated
+    number may be hedged (followed, after at most three unit words, by "%", "±", a range "-"/"to",
     a list ", 2", "or"/"and" and another number, or "or more"/"or so"). Numbers that are not
     stated (file names, a campaign number, "at 37 C") are ignored. The number is returned as
     written. Answers in JSON or ``\\boxed{}`` never reach this rule.
