@@ -252,8 +252,9 @@ class SmolagentsPolicy(EpisodePolicy):
 
     ``max_steps`` bounds the agent's model turns (default: the env's ``max_steps``; each tool
     call is one env step, so the env's step limit may end the episode first, as
-    ``truncated``). An agent that stops without ``final_answer`` (smolagents' max-steps answer)
-    has that answer submitted through the env; without one the episode ends unanswered.
+    ``truncated``). An agent that stops without ``final_answer`` ends the episode unanswered
+    (outcome ``no_answer``): smolagents' max-steps fallback text is kept in the transcript but
+    never submitted or graded.
     ``agent_kwargs`` go to the agent's constructor (e.g. ``planning_interval``).
     """
 
@@ -359,12 +360,13 @@ class SmolagentsPolicy(EpisodePolicy):
                 agent.cleanup()
         if session.done or episode.error is not None:
             return
-        # The agent stopped without final_answer (max steps): its own last answer, if any.
+        # The agent stopped without final_answer (max steps). smolagents' fallback text is not
+        # an answer (it can be anything, e.g. a half-written call such as
+        # "functions.list_directory:"): the episode ends unanswered, the text stays in the
+        # transcript. A fallback that failed to generate is the server's failure.
         text = (_text(output) or "").strip()
         if text.startswith(GENERATION_ERROR):
             episode.fail("backend", f"smolagents: {text[:500]}")
-        elif text:
-            session.call(FINAL_ANSWER, {"answer": text})
 
     def _record(self, episode: EpisodeState, agent: Any) -> None:
         messages, prompt_tokens, completion_tokens, calls = memory_transcript(agent)
