@@ -227,6 +227,18 @@ def test_model_failure_is_a_backend_error(tmp_path: Path) -> None:
     assert record["steps"] == 0 and record["model_calls"] == 1
 
 
+def test_context_overflow_is_the_models_failure(tmp_path: Path) -> None:
+    """A 400 "maximum context length" refusal (wrapped by smolagents) ends the episode as
+    context_exceeded, graded wrong, like ChatPolicy's; other failures stay backend errors."""
+    overflow = {"status": 400, "body": "This model's maximum context length is 4096 tokens."}
+    with ScriptedChatServer([overflow]) as server:
+        policy = SmolagentsPolicy(factory(server), model_id="m")
+        evaluate(policy, IDS[:1], tmp_path, env_kwargs=ENV, report=False)
+    (record,) = read_records(tmp_path / RECORDS_FILE)
+    assert record["outcome"] == "context_exceeded" and not record["correct"]
+    assert "maximum context length" in record["error"]
+
+
 @needs_bwrap
 def test_code_agent_runs_code_only_in_the_sandbox(tmp_path: Path) -> None:
     q_bi, _, q_missing = IDS

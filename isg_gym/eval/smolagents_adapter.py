@@ -353,7 +353,9 @@ class SmolagentsPolicy(EpisodePolicy):
             output = agent.run(prompt["user"])
         except Exception as exc:  # model failures, interrupts after the env ended the episode
             if not session.done:
-                episode.fail("backend", f"smolagents {type(exc).__name__}: {str(exc)[:500]}")
+                # an overflowed context is the agent's failure (graded wrong), not the server's
+                kind = "model" if _context_overflow(exc) else "backend"
+                episode.fail(kind, f"smolagents {type(exc).__name__}: {str(exc)[:500]}")
         finally:
             self._record(episode, agent)
             if hasattr(agent, "cleanup"):
@@ -374,6 +376,22 @@ class SmolagentsPolicy(EpisodePolicy):
         episode.prompt_tokens += prompt_tokens
         episode.completion_tokens += completion_tokens
         episode.model_calls += calls
+
+
+def _context_overflow(exc: BaseException) -> bool:
+    """Whether a model call failed because the conversation outgrew the model's context: an
+    HTTP 400 saying so, raised by the client or wrapped by smolagents."""
+    from isg_gym.eval.backends.openai_compat import is_context_overflow
+
+    seen: set[int] = set()
+    error: BaseException | None = exc
+    while error is not None and id(error) not in seen:  # the exception and its causes
+        seen.add(id(error))
+        status = getattr(error, "status_code", None)
+        if status in (None, 400) and is_context_overflow(str(error)):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
 
 
 def _default_templates(name: str) -> dict[str, Any]:

@@ -68,12 +68,17 @@ _CONTEXT_ERROR = re.compile(
 )
 
 
+def is_context_overflow(message: str) -> bool:
+    """Whether an error message says the conversation no longer fits the model's context."""
+    return bool(_CONTEXT_ERROR.search(message))
+
+
 def _error_kind(exc: BaseException) -> str:
     """``"model"`` for a refusal because the conversation no longer fits the model's context
     (HTTP 400 saying so: the agent's doing), else ``"backend"`` (infrastructure)."""
     import openai
 
-    if isinstance(exc, openai.BadRequestError) and _CONTEXT_ERROR.search(str(exc)):
+    if isinstance(exc, openai.BadRequestError) and is_context_overflow(str(exc)):
         return "model"
     return "backend"
 
