@@ -363,7 +363,8 @@ class LlamaCppBackend:
         """
         grammar = self.grammar(tools, response_format)
         with self._lock:
-            keep = len(conversations) > 1  # conversations in turn: keep each one's context
+            # conversations in turn (now or earlier in the run): keep each one's context
+            keep = len(conversations) > 1 or len(self._states) > 0
             return [self._complete_one(messages, grammar, keep) for messages in conversations]
 
     def grammar(
