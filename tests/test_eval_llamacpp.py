@@ -297,6 +297,19 @@ def test_response_format_becomes_a_grammar(fake: LlamaCppBackend) -> None:
     assert len(fake._llm.calls) == calls  # refused before anything is generated
 
 
+def test_chat_format_is_passed_on_and_an_unknown_one_is_refused(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    require_llama_cpp()
+    monkeypatch.setattr(llamacpp, "_import_llama", lambda: FakeModule)
+    model = tmp_path / "tiny.gguf"
+    model.write_bytes(b"GGUF")
+    backend = LlamaCppBackend(str(model), chat_format="chatml")
+    assert backend._llm.kwargs["chat_format"] == "chatml"
+    with pytest.raises(ValueError, match=r"unknown chat format 'chatlm'.*chatml"):
+        LlamaCppBackend(str(model), chat_format="chatlm")
+
+
 def test_grammar_strings_hold_no_raw_control_characters() -> None:
     require_llama_cpp()
     from isg_gym.eval.backends.grammar import JSON_CHAR, schema_grammar
