@@ -4,7 +4,7 @@ converter (imported lazily: ``pip install 'isg-gym[llamacpp]'``).
 - :func:`tool_call_grammar`: one Hermes tool call ``<tool_call>{"name": ..., "arguments":
   {...}}</tool_call>`` whose arguments fit that tool's JSON schema, or a bare ``{"answer":
   ...}`` (the env reads it as the final answer). Every message decoded under it is a call the
-  env parses.
+  env parses; string arguments other than code are at most :data:`MAX_STRING_CHARS` long.
 - :func:`response_format_grammar`: JSON text for an OpenAI ``response_format``
   (``{"type": "json_schema", "json_schema": {"name", "schema"}}`` or ``{"type":
   "json_object"}``; ``{"type": "text"}`` is unconstrained).
@@ -14,6 +14,8 @@ written ``\\n``), so whatever the model writes is valid JSON for ``json.loads``.
 """
 
 from __future__ import annotations
+
+import copy
 
 import json
 from typing import Any
@@ -27,6 +29,8 @@ ANSWER_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 RESPONSE_FORMATS = ("json_schema", "json_object", "text")
+MAX_STRING_CHARS = 160  # a tool call's string argument (a path, a pattern, an answer)
+FREE_STRINGS = frozenset({"code"})  # arguments bounded by max_tokens only
 
 
 def _converter() -> Any:
@@ -54,11 +58,12 @@ def _visit(converter: Any, schema: dict[str, Any], name: str) -> None:
 
 
 def schema_grammar(schema: dict[str, Any]) -> str:
-    """GBNF for one JSON value matching ``schema``."""
+    """GBNF for one JSON value matching ``schema`` (left unchanged: llama.cpp's converter
+    resolves ``$ref``s in place, so it gets a copy)."""
     if not isinstance(schema, dict):
         raise ValueError(f"a JSON schema must be an object, got {type(schema).__name__}")
     converter = _converter()
-    _visit(converter, schema, "")
+    _visit(converter, copy.deepcopy(schema), "")
     return _format(converter)
 
 
@@ -87,15 +92,52 @@ def response_format_grammar(response_format: dict[str, Any] | None) -> str | Non
     return schema_grammar(spec["schema"])
 
 
-def tool_call_grammar(tools: list[dict[str, Any]], *, answer: bool = True) -> str:
+def cap_strings(schema: Any, max_chars: int, exempt: frozenset[str] = frozenset()) -> Any:
+    """``schema`` with every string-typed property (also in a list of types) limited to
+    ``max_chars`` characters unless it has a ``maxLength`` or its name is in ``exempt``."""
+    if not isinstance(schema, dict):
+        return schema
+    out = dict(schema)
+    kind = out.get("type")
+    if "maxLength" not in out and (
+        kind == "string" or (isinstance(kind, list) and "string" in kind)
+    ):
+        if kind == "string":
+            out["maxLength"] = max_chars
+        else:  # the converter ignores maxLength on a list of types: one schema per type
+            rest = {k: v for k, v in out.items() if k not in ("type", "default", "description")}
+            out = {"anyOf": [{**rest, "type": t, **({"maxLength": max_chars}
+                                                   if t == "string" else {})}
+                             for t in kind]}  # fmt: skip
+    if isinstance(out.get("properties"), dict):
+        out["properties"] = {
+            name: prop if name in exempt else cap_strings(prop, max_chars, exempt)
+            for name, prop in out["properties"].items()
+        }
+    return out
+
+
+def tool_call_grammar(
+    tools: list[dict[str, Any]],
+    *,
+    answer: bool = True,
+    max_string_chars: int | None = MAX_STRING_CHARS,
+    free_strings: frozenset[str] = FREE_STRINGS,
+) -> str:
     """GBNF for one ``<tool_call>`` of one of ``tools`` (OpenAI tool schemas), its arguments
-    valid for that tool's parameters schema, or (``answer``) a bare ``{"answer": ...}``."""
+    valid for that tool's parameters schema, or (``answer``) a bare ``{"answer": ...}``.
+
+    String arguments are at most ``max_string_chars`` characters (None: unbounded), except
+    those named in ``free_strings`` (code), so that a model looping inside a string still
+    closes its call."""
     calls = []
     for tool in tools:
         function = tool.get("function", tool) if isinstance(tool, dict) else None
         if not isinstance(function, dict) or not isinstance(function.get("name"), str):
             raise ValueError(f"a tool schema needs function.name, got {tool!r:.200}")
         parameters = function.get("parameters") or {"type": "object"}
+        if max_string_chars is not None:
+            parameters = cap_strings(parameters, max_string_chars, free_strings)
         calls.append(
             {
                 "type": "object",
@@ -110,7 +152,10 @@ def tool_call_grammar(tools: list[dict[str, Any]], *, answer: bool = True) -> st
     _visit(converter, {"oneOf": calls} if len(calls) > 1 else calls[0], "call")
     root = '"<tool_call>" call "</tool_call>"'
     if answer:
-        _visit(converter, ANSWER_SCHEMA, "answer")
+        schema = ANSWER_SCHEMA
+        if max_string_chars is not None:
+            schema = cap_strings(schema, max_string_chars)
+        _visit(converter, schema, "answer")
         root += " | answer"
     return _format(converter) + f"root ::= {root}\n"
 

@@ -23,7 +23,7 @@ import contextlib
 import json
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,7 @@ from isg_gym.eval.backends.grammar import (
     response_format_grammar,
     tool_call_grammar,
 )
+from isg_gym.eval.backends.llamacpp_decode import GrammarDecoder
 from isg_gym.eval.backends.llamacpp_states import DEFAULT_CAPACITY_BYTES, PrefixStates
 
 DEFAULT_MODEL = "smollm2"
@@ -154,12 +155,16 @@ class CallStats:
 
 class _ContextSwitch:
     """Stands in for the ``Llama`` while its chat handler renders a conversation: before the
-    prompt is evaluated the best-matching context snapshot is put back, and the number of
-    prompt tokens already in the context is kept in :attr:`cached`."""
+    prompt is evaluated the best-matching context snapshot is put back (the number of prompt
+    tokens already in the context is kept in :attr:`cached`), and a greedy completion under a
+    grammar goes to that grammar's :class:`GrammarDecoder`."""
 
-    def __init__(self, llm: Any, states: PrefixStates) -> None:
+    def __init__(
+        self, llm: Any, states: PrefixStates, decoder: Callable[[Any], GrammarDecoder]
+    ) -> None:
         self._llm = llm
         self._states = states
+        self._decoder = decoder
         self.cached = 0
 
     def __getattr__(self, name: str) -> Any:
@@ -173,6 +178,15 @@ class _ContextSwitch:
                 else [self._llm.token_bos()]
             )
         self.cached = self._states.restore(self._llm, prompt)
+        grammar = kwargs.get("grammar")
+        if grammar is not None and kwargs.get("temperature") == 0 and not kwargs.get("stream"):
+            stop = kwargs.get("stop") or []
+            return self._decoder(grammar).complete(
+                self._llm,
+                prompt,
+                max_tokens=kwargs.get("max_tokens") or 1 << 30,
+                stop=[stop] if isinstance(stop, str) else stop,
+            )
         return self._llm.create_completion(prompt=prompt, **kwargs)
 
 
@@ -242,6 +256,7 @@ class LlamaCppBackend:
         self.calls: list[CallStats] = []
         self._lock = threading.Lock()
         self._grammars: dict[str, Any] = {}
+        self._decoders: dict[int, GrammarDecoder] = {}  # by id of a cached LlamaGrammar
         self._states = PrefixStates(state_bytes)
         self._llm: Any = llama_cpp.Llama(
             model_path=self.model_path,
@@ -348,7 +363,8 @@ class LlamaCppBackend:
         """
         grammar = self.grammar(tools, response_format)
         with self._lock:
-            keep = len(conversations) > 1  # conversations in turn: keep each one's context
+            # conversations in turn (now or earlier in the run): keep each one's context
+            keep = len(conversations) > 1 or len(self._states) > 0
             return [self._complete_one(messages, grammar, keep) for messages in conversations]
 
     def grammar(
@@ -397,7 +413,7 @@ class LlamaCppBackend:
     def _generate(self, messages: list[dict[str, str]], grammar: Any) -> dict[str, Any]:
         """One chat completion, run by the model's chat handler with a :class:`_ContextSwitch`
         in place of the model; its tokens and seconds go to :attr:`calls`."""
-        switch = _ContextSwitch(self._llm, self._states)
+        switch = _ContextSwitch(self._llm, self._states, self._decoder)
         before, start = _perf(self._llm), time.perf_counter()
         response = type(self._llm).create_chat_completion(
             switch,
@@ -428,11 +444,21 @@ class LlamaCppBackend:
         )
         return response
 
+    def _decoder(self, grammar: Any) -> GrammarDecoder:
+        """The greedy decoder of a grammar, parsed by llama.cpp once."""
+        decoder = self._decoders.get(id(grammar))
+        if decoder is None:
+            decoder = self._decoders[id(grammar)] = GrammarDecoder(self._llm, grammar._grammar)
+        return decoder
+
     def close(self) -> None:
-        """Free the model and the context snapshots."""
+        """Free the model, the grammars and the context snapshots."""
         with self._lock:
             llm, self._llm = self._llm, None
             self._states.clear()
+            for decoder in self._decoders.values():
+                decoder.close()
+            self._decoders.clear()
         if llm is not None and hasattr(llm, "close"):
             llm.close()
 

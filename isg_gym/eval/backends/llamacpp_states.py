@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-DEFAULT_CAPACITY_BYTES = 1 << 30
+DEFAULT_CAPACITY_BYTES = 512 << 20
 
 
 def common_prefix(a: np.ndarray, b: np.ndarray) -> int:

@@ -38,6 +38,18 @@ def is_local_url(url: str | None) -> bool:
     return address.is_loopback or address.is_private or address.is_unspecified
 
 
+def check_base_url(url: str | None) -> None:
+    """Raise ValueError unless ``url`` is None or an http(s) URL with a host."""
+    if url is None:
+        return
+    parsed = urlparse(url)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise ValueError(
+            f"base URL {url!r} is not an http(s) URL with a host; write it in full, e.g. "
+            f"http://{url.split('://')[-1]}"
+        )
+
+
 def clean_message(message: Message) -> Message:
     """``message`` without ``None`` values the API may reject; an assistant message keeps
     ``content: None`` when it carries tool calls (the API's own shape for such turns)."""
@@ -56,12 +68,17 @@ _CONTEXT_ERROR = re.compile(
 )
 
 
+def is_context_overflow(message: str) -> bool:
+    """Whether an error message says the conversation no longer fits the model's context."""
+    return bool(_CONTEXT_ERROR.search(message))
+
+
 def _error_kind(exc: BaseException) -> str:
     """``"model"`` for a refusal because the conversation no longer fits the model's context
     (HTTP 400 saying so: the agent's doing), else ``"backend"`` (infrastructure)."""
     import openai
 
-    if isinstance(exc, openai.BadRequestError) and _CONTEXT_ERROR.search(str(exc)):
+    if isinstance(exc, openai.BadRequestError) and is_context_overflow(str(exc)):
         return "model"
     return "backend"
 
@@ -116,6 +133,7 @@ class OpenAIBackend:
             raise ValueError("concurrency must be >= 1")
         if max_retries < 0:
             raise ValueError("max_retries must be >= 0")
+        check_base_url(base_url)
         self.model = model
         self.base_url = base_url
         self.concurrency = int(concurrency)
