@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from typing import Any, Literal
 
 import numpy as np
@@ -56,8 +57,13 @@ def fmt_num(x: float, digits: int = 4) -> str:
 
 
 def num(x: float, digits: int = 4) -> float:
-    """The float whose text in the question is ``fmt_num(x, digits)``."""
-    return float(fmt_num(x, digits))
+    """The float whose text in the question is ``fmt_num(x, digits)``.
+
+    That text is the shortest positional decimal of ``float(f"{x:.{digits}g}")``, which reads
+    back as exactly that float (minus zero as zero), so the float is computed without the text.
+    """
+    y = float(f"{float(x):.{digits}g}")
+    return 0.0 if y == 0 else y
 
 
 def exact_num(x: float) -> str:
@@ -68,8 +74,11 @@ def exact_num(x: float) -> str:
     return "0" if text in ("-0", "-0.") else text
 
 
+@lru_cache(maxsize=8192)
 def round_sig(x: float, digits: int = THRESHOLD_DIGITS, direction: int = 0) -> float:
-    """``x`` at ``digits`` significant figures: nearest (0), at least ``x`` (1), at most (-1)."""
+    """``x`` at ``digits`` significant figures: nearest (0), at least ``x`` (1), at most (-1).
+
+    Memoised: threshold candidates round the same observed values again and again."""
     t = num(x, digits)
     for _ in range(3):
         if (direction > 0 and t < x) or (direction < 0 and t > x):

@@ -230,5 +230,7 @@ def gather(
     """The rows of ``files`` (in-memory tables, privileged), restricted to ``columns``."""
     if not files:
         return pd.DataFrame({c: [] for c in columns})
-    frames = [repo.table(f)[columns] for f in files]
-    return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+    if len(files) == 1:
+        return repo.table(files[0])[columns]
+    arrays = [repo.columns(f) for f in files]
+    return pd.DataFrame({c: np.concatenate([a[c] for a in arrays]) for c in columns})

@@ -21,6 +21,8 @@ import io
 import json
 import re
 import zipfile
+from collections.abc import Mapping
+from json.encoder import encode_basestring
 
 import numpy as np
 import pandas as pd
@@ -29,76 +31,129 @@ FIXED_ZIP_TIME = (2020, 1, 1, 0, 0, 0)
 FIXED_XLSX_TIME = "2020-01-01T00:00:00Z"
 LOG_SEPARATOR = " | "
 
+# A table to serialise: a DataFrame, or its columns as numpy arrays by name (missing values NaN
+# in float arrays, None or NaN in object arrays), as Repository.columns gives them.
+Table = pd.DataFrame | Mapping[str, np.ndarray]
 
-def columns_as_lists(df: pd.DataFrame, missing: object = None) -> list[list]:
-    """Each column as a Python list (floats, ints, strs), missing cells replaced by ``missing``.
+
+def as_columns(table: Table) -> dict[str, np.ndarray]:
+    """The table's columns as numpy arrays, by name, in order."""
+    if isinstance(table, pd.DataFrame):
+        return {str(name): table[name].to_numpy() for name in table.columns}
+    return dict(table)
+
+
+def _cells(values: np.ndarray, missing: object) -> list:
+    """One column as a Python list (floats, ints, strs), missing cells replaced by ``missing``.
 
     Python's ``repr`` of a float (used by ``csv``, ``json`` and ``str``) is the shortest text that
     reads back to the same double.
     """
-    out = []
-    for name in df.columns:
-        values = df[name].to_numpy()
-        if values.dtype.kind == "f":
-            mask = np.isnan(values)
-            cells = values.tolist()
-            if mask.any():
-                for i in np.flatnonzero(mask).tolist():
-                    cells[i] = missing
-        elif values.dtype.kind in "iu":
-            cells = values.tolist()
-        else:
-            cells = [missing if v is None or v is pd.NA or v != v else v for v in values.tolist()]
-        out.append(cells)
-    return out
+    cells = values.tolist()
+    kind = values.dtype.kind
+    if kind in "iu":
+        return cells
+    mask = np.isnan(values) if kind == "f" else pd.isna(values)
+    if mask.any():
+        for i in np.flatnonzero(mask).tolist():
+            cells[i] = missing
+    return cells
 
 
-def _delimited(df: pd.DataFrame, delimiter: str, missing: str) -> bytes:
+def columns_as_lists(table: Table, missing: object = None) -> list[list]:
+    """Each column as a Python list, missing cells replaced by ``missing``."""
+    return [_cells(values, missing) for values in as_columns(table).values()]
+
+
+def _delimited(cols: dict[str, np.ndarray], delimiter: str, missing: str) -> bytes:
     buf = io.StringIO()
     writer = csv.writer(buf, delimiter=delimiter, lineterminator="\n")
-    writer.writerow(df.columns)
-    writer.writerows(zip(*columns_as_lists(df, missing), strict=True))
+    writer.writerow(cols)
+    writer.writerows(zip(*columns_as_lists(cols, missing), strict=True))
     return buf.getvalue().encode("utf-8")
 
 
-def to_csv(df: pd.DataFrame) -> bytes:
-    return _delimited(df, ",", "")
+def to_csv(table: Table) -> bytes:
+    return _delimited(as_columns(table), ",", "")
 
 
-def to_txt(df: pd.DataFrame) -> bytes:
-    return _delimited(df, "\t", "NA")
+def to_txt(table: Table) -> bytes:
+    return _delimited(as_columns(table), "\t", "NA")
 
 
-def _records(df: pd.DataFrame) -> list[str]:
-    names = list(df.columns)
-    dumps = json.JSONEncoder(ensure_ascii=False).encode
-    return [
-        dumps(dict(zip(names, row, strict=True))) for row in zip(*columns_as_lists(df), strict=True)
-    ]
+# --- json and jsonl: one record per row, the text ``json.dumps`` writes, built column-wise ------
 
 
-def to_json(df: pd.DataFrame) -> bytes:
-    return ("[\n" + ",\n".join(_records(df)) + "\n]\n").encode("utf-8")
+def _json_float(x: float) -> str:
+    if x != x:
+        return "null"
+    if x in (float("inf"), float("-inf")):
+        return "Infinity" if x > 0 else "-Infinity"
+    return float.__repr__(x)
 
 
-def to_jsonl(df: pd.DataFrame) -> bytes:
-    return ("\n".join(_records(df)) + "\n").encode("utf-8")
+def _json_value(v: object) -> str:
+    """``json.dumps(v, ensure_ascii=False)`` for a cell of an object column (missing: null)."""
+    if v is None or v is pd.NA:
+        return "null"
+    if isinstance(v, str):
+        return encode_basestring(v)
+    if v is True or v is False:
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return int.__repr__(v)
+    if isinstance(v, float):
+        return _json_float(v)
+    return json.dumps(v, ensure_ascii=False)
 
 
-def to_log(df: pd.DataFrame, timestamp: str) -> bytes:
-    names = [timestamp, *(c for c in df.columns if c != timestamp)]
-    columns = columns_as_lists(df[names], "NA")
-    prefixed = [[f"{k}={v}" for v in col] for k, col in zip(names, columns, strict=True)]
+def _json_texts(values: np.ndarray) -> list[str]:
+    """Each cell of a column as JSON text."""
+    kind = values.dtype.kind
+    if kind in "iu":
+        return list(map(int.__repr__, values.tolist()))
+    if kind == "f":
+        texts = list(map(float.__repr__, values.tolist()))
+        odd = ~np.isfinite(values)
+        if odd.any():
+            for i in np.flatnonzero(odd).tolist():
+                texts[i] = _json_float(float(values[i]))
+        return texts
+    return list(map(_json_value, values.tolist()))
+
+
+def _records(table: Table) -> list[str]:
+    """Each row as ``json.dumps(dict(row), ensure_ascii=False)`` would write it, byte for byte
+    (keys in column order, ``", "`` and ``": "`` separators), one ``%`` format per row."""
+    cols = as_columns(table)
+    keys = [encode_basestring(name).replace("%", "%%") for name in cols]
+    template = "{" + ", ".join(f"{key}: %s" for key in keys) + "}"
+    return [template % row for row in zip(*map(_json_texts, cols.values()), strict=True)]
+
+
+def to_json(table: Table) -> bytes:
+    return ("[\n" + ",\n".join(_records(table)) + "\n]\n").encode("utf-8")
+
+
+def to_jsonl(table: Table) -> bytes:
+    return ("\n".join(_records(table)) + "\n").encode("utf-8")
+
+
+def to_log(table: Table, timestamp: str) -> bytes:
+    cols = as_columns(table)
+    names = [timestamp, *(c for c in cols if c != timestamp)]
+    prefixed = [[f"{k}={v}" for v in _cells(cols[k], "NA")] for k in names]
     return ("\n".join(map(LOG_SEPARATOR.join, zip(*prefixed, strict=True))) + "\n").encode("utf-8")
 
 
-def to_xlsx(df: pd.DataFrame) -> bytes:
+def to_xlsx(table: Table) -> bytes:
     from openpyxl import Workbook
 
+    cols = as_columns(table)
     wb = Workbook(write_only=True)
     ws = wb.create_sheet("data")
-    ws.append(list(df.columns))
-    for row in zip(*columns_as_lists(df), strict=True):
+    ws.append(list(cols))
+    for row in zip(*columns_as_lists(cols), strict=True):
         ws.append(row)
     buf = io.BytesIO()
     wb.save(buf)
@@ -124,24 +179,25 @@ def _normalise_zip(data: bytes) -> bytes:
     return out.getvalue()
 
 
-def _integers_with_missing(values: pd.Series) -> np.ndarray:
-    out = values.to_numpy(dtype=object)
-    present = values.notna().to_numpy()
+def _integers_with_missing(values: np.ndarray) -> np.ndarray:
+    """A float column of integers with NaN as Python ints with None (written without ``.0``)."""
+    out = np.empty(len(values), dtype=object)
+    present = ~np.isnan(values)
     out[present] = values[present].astype(np.int64).tolist()
-    out[~present] = None
     return out
 
 
 def serialise(
-    df: pd.DataFrame, file_format: str, timestamp: str, integer_columns: tuple[str, ...] = ()
+    table: Table, file_format: str, timestamp: str, integer_columns: tuple[str, ...] = ()
 ) -> bytes:
-    """The bytes of ``df`` written as ``file_format``; ``timestamp`` names the datetime column.
+    """The bytes of ``table`` written as ``file_format``; ``timestamp`` names the datetime column.
 
     ``integer_columns`` with missing values (float in the table) are written without ``.0``.
     """
-    floats = [c for c in integer_columns if df[c].dtype.kind == "f"]
-    if floats:
-        df = df.assign(**{c: _integers_with_missing(df[c]) for c in floats})
+    df = as_columns(table)
+    for name in integer_columns:
+        if df[name].dtype.kind == "f":
+            df[name] = _integers_with_missing(df[name])
     match file_format:
         case "csv":
             return to_csv(df)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 import itertools
 import math
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -309,12 +310,31 @@ def expression_kind(source: str) -> Kind:
     return "categorical" if is_cut else "numeric"
 
 
+# Recently compiled expressions by source, with the (name, kind) of each variable they use: a
+# Spec's expressions are compiled when it is validated, again for its table generator and again
+# for its questions, always against the same kinds. Compiled expressions hold no state.
+_COMPILED: OrderedDict[str, tuple[Expression, tuple[tuple[str, Kind], ...]]] = OrderedDict()
+_COMPILED_SIZE = 256
+
+
 def compile_expression(source: str, variables: Mapping[str, Kind]) -> Expression:
     """Parse and type-check ``source`` against ``variables`` (name -> kind)."""
     if not isinstance(source, str):
         raise ExpressionError(f"expression must be a string, got {type(source).__name__}")
     if len(source) > MAX_SOURCE_LENGTH:
         raise ExpressionError(f"expression longer than {MAX_SOURCE_LENGTH} characters")
+    hit = _COMPILED.get(source)
+    if hit is not None and all(variables.get(name) == kind for name, kind in hit[1]):
+        return hit[0]  # the same names with the same kinds compile to the same expression
+    expression = _compile(source, variables)
+    _COMPILED[source] = (expression, tuple((n, variables[n]) for n in sorted(expression.names)))
+    _COMPILED.move_to_end(source)
+    while len(_COMPILED) > _COMPILED_SIZE:
+        _COMPILED.popitem(last=False)
+    return expression
+
+
+def _compile(source: str, variables: Mapping[str, Kind]) -> Expression:
     try:
         tree = ast.parse(source.strip(), mode="eval")
     except SyntaxError as err:

@@ -285,13 +285,10 @@ class Candidate:
 
 
 def fast_gather(repo: Repository, files: tuple[str, ...], columns: list[str]) -> pd.DataFrame:
-    """:func:`isg_gym.qa.scope.gather` by column arrays (the same values, one frame built)."""
-    if not files:
-        return gather(repo, files, columns)
+    """:func:`isg_gym.qa.scope.gather`, but a single file's whole table (shared, read-only)."""
     if len(files) == 1:
-        return repo.table(files[0])  # every column; shared and read-only
-    tables = [repo.table(f) for f in files]
-    return pd.DataFrame({c: np.concatenate([t[c].to_numpy() for t in tables]) for c in columns})
+        return repo.table(files[0])
+    return gather(repo, files, columns)
 
 
 class PairEngine:

@@ -104,10 +104,11 @@ def scope_frame(repo: Repository, plan: Plan, columns: list[str]) -> pd.DataFram
     if plan.group_kind == "column":
         df = gather(repo, plan.scope.files, list(dict.fromkeys([*columns, plan.group_by])))
         return df.assign(**{GROUP: df[plan.group_by]})
-    tables = [repo.table(f) for f in plan.scope.files]
+    arrays = [repo.columns(f) for f in plan.scope.files]
     tokens = path_groups(repo, plan.scope.files, plan.group_by)
-    out = {c: np.concatenate([t[c].to_numpy() for t in tables]) for c in columns}
-    out[GROUP] = np.repeat(np.array(tokens, dtype=object), [len(t) for t in tables])
+    out = {c: np.concatenate([a[c] for a in arrays]) for c in columns}
+    rows = [len(next(iter(a.values()))) for a in arrays]
+    out[GROUP] = np.repeat(np.array(tokens, dtype=object), rows)
     return pd.DataFrame(out)
 
 

@@ -98,20 +98,22 @@ class Rows:
     """The rows of a scope, column by column, built lazily (tables are read-only)."""
 
     def __init__(self, repo: Repository, files: tuple[str, ...]) -> None:
-        self.tables = [repo.table(f) for f in files]
-        self.n = sum(len(t) for t in self.tables)
+        self.repo = repo
+        self.files = files
+        self.arrays = [repo.columns(f) for f in files]
+        self.n = sum(len(next(iter(a.values()))) for a in self.arrays)
         self._series: dict[str, pd.Series] = {}
         self._present: dict[str, np.ndarray] = {}
 
     def __contains__(self, column: str) -> bool:
-        return bool(self.tables) and column in self.tables[0].columns
+        return bool(self.arrays) and column in self.arrays[0]
 
     def series(self, column: str) -> pd.Series:
         if column not in self._series:
-            if len(self.tables) == 1:
-                self._series[column] = self.tables[0][column]
+            if len(self.arrays) == 1:
+                self._series[column] = self.repo.table(self.files[0])[column]
             else:
-                parts = [t[column].to_numpy() for t in self.tables]
+                parts = [a[column] for a in self.arrays]
                 self._series[column] = pd.Series(np.concatenate(parts), name=column)
         return self._series[column]
 
