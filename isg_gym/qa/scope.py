@@ -233,10 +233,9 @@ class ScopeRows:
         self.repo = repo
         self.files = tuple(files)
         self._arrays = [repo.columns(f) for f in self.files]
-        self.n = sum(len(next(iter(a.values()))) for a in self._arrays)
+        self.n = sum(a.rows for a in self._arrays)
         self._values: dict[str, np.ndarray] = {}
         self._present: dict[str, np.ndarray] = {}
-        self._series: dict[str, pd.Series] = {}
 
     def __len__(self) -> int:
         return self.n
@@ -272,15 +271,6 @@ class ScopeRows:
     def values(self, column: str, mask: np.ndarray) -> np.ndarray:
         """The non-missing values of ``column`` in the rows of ``mask``."""
         return self.array(column)[mask & self.present(column)]
-
-    def series(self, column: str) -> pd.Series:
-        """``column`` as the gathered table's Series (a single file's own column)."""
-        if column not in self._series:
-            if len(self.files) == 1:
-                self._series[column] = self.repo.table(self.files[0])[column]
-            else:
-                self._series[column] = pd.Series(self.array(column), name=column)
-        return self._series[column]
 
     def mask(self, conditions: list[RowCondition] | tuple[RowCondition, ...]) -> np.ndarray:
         """Rows satisfying every row condition."""

@@ -128,23 +128,21 @@ class Repository:
         return self.index.values(self._data_row(path))
 
     def columns(self, path: str) -> Columns:
-        """The data file's columns as numpy arrays, exactly the values of :meth:`table`
-        (read-only, shared): floats with NaN for missing values (an integer column with
-        missing values is float), text as object arrays with None for missing values."""
+        """The data file's columns by name as numpy arrays, exactly the values of
+        :meth:`table` (read-only, shared): floats with NaN for missing values (an integer
+        column with missing values is float), text as object arrays with None for missing
+        values; ``.rows`` is the number of rows."""
         return self._columns.get(canonical_path(path), self._make_columns)
 
     def _make_columns(self, path: str) -> Columns:
-        cols = self._generator.columns(path, self.index.values(self._data_row(path)))
-        for values in cols.values():
-            values.setflags(write=False)
-        return cols
+        return self._generator.columns(path, self.index.values(self._data_row(path)))
 
     def table(self, path: str) -> pd.DataFrame:
         """The data file's table exactly as served (read-only, shared)."""
         return self._tables.get(canonical_path(path), self._make_table)
 
     def _make_table(self, path: str) -> pd.DataFrame:
-        return pd.DataFrame(self.columns(path))
+        return pd.DataFrame(dict(self.columns(path)))
 
     def read_bytes(self, path: str) -> bytes:
         """The bytes of any file, README included."""

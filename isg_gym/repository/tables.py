@@ -14,7 +14,7 @@ costs its random draws and little else.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 import numpy as np
 import pandas as pd
@@ -35,7 +35,6 @@ from isg_gym.spec.models import (
 MIN_ROWS, MAX_ROWS = 20, 299
 _EPOCH = dt.datetime(1970, 1, 1)
 
-Columns = dict[str, np.ndarray]
 # A column's sampler: (rng, rows, the path values and earlier columns by name) -> values.
 Drawer = Callable[[np.random.Generator, int, dict], np.ndarray]
 
@@ -65,7 +64,7 @@ def _continuous(col: ContinuousColumn) -> Drawer:
         x = sample(rng, n)
         if clip is not None:
             x = np.clip(x, clip[0], clip[1])
-        return np.round(x, decimals) + 0.0
+        return x.round(decimals) + 0.0
 
     return draw
 
@@ -80,7 +79,7 @@ def _dependent(col: DependentColumn, expr: Expression) -> Drawer:
         if numeric:
             if clip is not None:
                 x = np.clip(x, clip[0], clip[1])
-            x = np.round(x, decimals) + 0.0
+            x = x.round(decimals) + 0.0
         return x
 
     return draw
@@ -135,6 +134,49 @@ class _Timestamps:
 _Numbered = _Identifiers | _Timestamps  # drawn as integers, served as text
 
 
+class _Text:
+    """A text column not formatted yet: its integers and how to format them."""
+
+    def __init__(self, drawer: _Numbered, numbers: np.ndarray) -> None:
+        self.drawer, self.numbers = drawer, numbers
+
+    def take(self, order: np.ndarray) -> _Text:
+        return _Text(self.drawer, self.numbers[order])
+
+    def text(self) -> np.ndarray:
+        return self.drawer.text(self.numbers)
+
+
+class Columns(Mapping[str, np.ndarray]):
+    """A file's columns by name, in table order, all read-only. Identifier and timestamp
+    columns are formatted from their integers the first time they are read: most questions
+    never read them, and formatting them is a large part of a file's cost."""
+
+    def __init__(self, arrays: dict[str, np.ndarray | _Text], rows: int) -> None:
+        self._arrays = arrays
+        self.rows = rows
+        for x in arrays.values():
+            if isinstance(x, np.ndarray):
+                x.setflags(write=False)
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        x = self._arrays[name]
+        if isinstance(x, _Text):
+            x = x.text()
+            x.setflags(write=False)
+            self._arrays[name] = x
+        return x
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._arrays
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._arrays)
+
+    def __len__(self) -> int:
+        return len(self._arrays)
+
+
 class TableGenerator:
     """Compiles a Spec's expressions once and generates file tables on demand."""
 
@@ -152,6 +194,13 @@ class TableGenerator:
             (col.name, self._drawer(col, date_variable)) for col in spec.columns
         ]
         self._missing = [(c.name, c.missing_rate) for c in spec.columns if c.missing_rate > 0]
+        # text columns an expression reads are formatted as they are drawn (never, in practice)
+        used = set().union(*(e.names for e in self.expressions.values()))
+        self._deferred = {
+            name for name, drawer in self._draws
+            if isinstance(drawer, _Numbered) and name not in used
+            and name not in {m for m, _ in self._missing}
+        }  # fmt: skip
         self._sort_by = spec.sort_by
         # An identifier or timestamp column without missing values sorts like its integer
         # draws (fixed-width digits; four-digit years), which argsort compares much faster.
@@ -176,15 +225,17 @@ class TableGenerator:
                 return _dependent(col, self.expressions[col.name])
         raise TypeError(f"unknown column type {type(col).__name__}")
 
-    def clean_columns(self, path: str, values: Mapping[str, str]) -> Columns:
+    def clean_columns(self, path: str, values: Mapping[str, str]) -> dict[str, np.ndarray]:
         """All columns before missing values and sorting (a NaN here is a domain NaN)."""
-        return self._draw(path, values)[0]
+        cols, _, _, n = self._draw(path, values)
+        return dict(Columns(cols, n))
 
     def _draw(
         self, path: str, values: Mapping[str, str]
-    ) -> tuple[Columns, np.random.Generator, np.ndarray | None]:
-        """The columns, the file's generator (positioned after them) and, when the table is
-        sorted by an identifier or timestamp column, that column's integer sort key."""
+    ) -> tuple[dict[str, np.ndarray | _Text], np.random.Generator, np.ndarray | None, int]:
+        """The columns (text columns not formatted yet), the file's generator (positioned after
+        them), the sort key of a table sorted by an identifier or timestamp column (its
+        integers) and the number of rows."""
         spec = self.spec
         rng = derive(spec.seed, "file", path, spec.spec_version)
         n = int(rng.integers(MIN_ROWS, MAX_ROWS + 1))
@@ -197,24 +248,26 @@ class TableGenerator:
                 scope[name] = float(value)
             elif kind == "categorical":
                 scope[name] = value
-        cols: Columns = {}
+        cols: dict[str, np.ndarray | _Text] = {}
         key = None
         for name, drawer in self._draws:
             if isinstance(drawer, _Numbered):
                 numbers = drawer.numbers(rng, n, values)
-                x = drawer.text(numbers)
                 if self._sort_by_number and name == self._sort_by:
                     key = numbers
+                if name in self._deferred:
+                    cols[name] = _Text(drawer, numbers)
+                    continue
+                x = drawer.text(numbers)
             else:
                 x = drawer(rng, n, scope)
             cols[name] = scope[name] = x
-        return cols, rng, key
+        return cols, rng, key, n
 
     def columns(self, path: str, values: Mapping[str, str]) -> Columns:
         """The file's columns as served: missing values applied (NaN in numeric columns, whose
         integers then become floats; None in text columns), rows sorted."""
-        cols, rng, key = self._draw(path, values)
-        n = len(next(iter(cols.values())))
+        cols, rng, key, n = self._draw(path, values)
         for name, rate in self._missing:
             mask = rng.random(n) < rate
             x = cols[name]
@@ -226,9 +279,9 @@ class TableGenerator:
             cols[name] = x
         if self._sort_by is not None:
             order = np.argsort(key if key is not None else cols[self._sort_by], kind="stable")
-            cols = {k: v[order] for k, v in cols.items()}
-        return cols
+            cols = {k: v.take(order) if isinstance(v, _Text) else v[order] for k, v in cols.items()}
+        return Columns(cols, n)
 
     def table(self, path: str, values: Mapping[str, str]) -> pd.DataFrame:
         """The file's table as served (missing values applied, rows sorted)."""
-        return pd.DataFrame(self.columns(path, values))
+        return pd.DataFrame(dict(self.columns(path, values)))

@@ -103,7 +103,7 @@ def scope_rows(repo: Repository, plan: Plan) -> ScopeRows:
         group = rows.array(plan.group_by)
     else:
         tokens = path_groups(repo, plan.scope.files, plan.group_by)
-        sizes = [len(next(iter(repo.columns(f).values()))) for f in plan.scope.files]
+        sizes = [repo.columns(f).rows for f in plan.scope.files]
         group = np.repeat(np.array(tokens, dtype=object), sizes)
     rows.add(GROUP, group)
     return rows
