@@ -297,7 +297,7 @@ def _describe(node: ast.AST) -> str:
         return word
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=4096)
 def expression_kind(source: str) -> Kind:
     """``categorical`` when the outermost call is ``cut``, else ``numeric`` (no validation)."""
     try:

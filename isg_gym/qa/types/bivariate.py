@@ -27,8 +27,6 @@ from dataclasses import dataclass, replace
 from itertools import permutations, product
 
 import numpy as np
-from scipy import stats
-from scipy.stats.contingency import expected_freq
 
 from isg_gym.qa.base import Context, Question, QuestionType, Reason, register
 from isg_gym.qa.conditions import (
@@ -192,6 +190,8 @@ def diagnose_values(roles: Roles, pair: Pair, x: np.ndarray, y: np.ndarray) -> R
 
 def compute(pair: Pair, rows: Used, correction: bool = False) -> tuple[float, float]:
     """(statistic, two-sided p-value) of the pair on answerable ``rows``."""
+    from scipy import stats  # ~60 MB and seconds to import: only once a statistic is needed
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if pair.stat == "welch_t":
@@ -239,6 +239,8 @@ MAX_CHI_CELLS = 16  # chi-square pairs whose declared label grid is larger are n
 
 def min_expected(rows: Used) -> float:
     """The smallest expected count of the pair's contingency table under independence."""
+    from scipy.stats.contingency import expected_freq
+
     return float(expected_freq(contingency(rows)).min())
 
 
