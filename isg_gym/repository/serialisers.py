@@ -17,18 +17,18 @@ each column's decimals), so pandas parses back exactly the values the ground tru
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
 import json
-import re
-import zipfile
+import math
 from collections.abc import Mapping
+from functools import lru_cache
 from json.encoder import encode_basestring
 
 import numpy as np
 import pandas as pd
 
-FIXED_ZIP_TIME = (2020, 1, 1, 0, 0, 0)
-FIXED_XLSX_TIME = "2020-01-01T00:00:00Z"
+FIXED_XLSX_CREATED = dt.datetime(2020, 1, 1, tzinfo=dt.UTC)  # the workbook's document dates
 LOG_SEPARATOR = " | "
 
 # A table to serialise: a DataFrame, or its columns as numpy arrays by name (missing values NaN
@@ -147,36 +147,120 @@ def to_log(table: Table, timestamp: str) -> bytes:
 
 
 def to_xlsx(table: Table) -> bytes:
-    from openpyxl import Workbook
+    """One sheet ``data`` written by XlsxWriter: header row, numbers as numbers (shortest
+    round-trip text), text as shared strings, missing values as empty cells; fixed document
+    dates and zip timestamps, so equal tables give equal bytes."""
+    import xlsxwriter
 
     cols = as_columns(table)
-    wb = Workbook(write_only=True)
-    ws = wb.create_sheet("data")
-    ws.append(list(cols))
-    for row in zip(*columns_as_lists(cols), strict=True):
-        ws.append(row)
     buf = io.BytesIO()
-    wb.save(buf)
-    return _normalise_zip(buf.getvalue())
+    book = xlsxwriter.Workbook(buf, _XLSX_OPTIONS)
+    book.set_properties({"created": FIXED_XLSX_CREATED})
+    sheet = book.add_worksheet("data", worksheet_class=_exact_worksheet())
+    _fill_sheet(sheet, cols)
+    book.close()
+    return buf.getvalue()
 
 
-def _normalise_zip(data: bytes) -> bytes:
-    """Rewrite an xlsx zip with fixed timestamps so that equal tables give equal bytes."""
-    out = io.BytesIO()
-    with zipfile.ZipFile(io.BytesIO(data)) as src, zipfile.ZipFile(out, "w") as dst:
-        for info in src.infolist():
-            content = src.read(info.filename)
-            if info.filename == "docProps/core.xml":
-                content = re.sub(
-                    rb"(<dcterms:(created|modified)[^>]*>)[^<]*(</dcterms:)",
-                    rb"\g<1>" + FIXED_XLSX_TIME.encode() + rb"\g<3>",
-                    content,
-                )
-            fixed = zipfile.ZipInfo(info.filename, date_time=FIXED_ZIP_TIME)
-            fixed.compress_type = zipfile.ZIP_DEFLATED
-            fixed.external_attr = 0o644 << 16
-            dst.writestr(fixed, content)
-    return out.getvalue()
+def _fill_sheet(sheet, cols: dict[str, np.ndarray]) -> None:
+    """The header and the cells, stored as ``write_string``/``write_number`` would store them
+    (XlsxWriter's cell records, its shared-string table), without their per-cell checks: the
+    sheet's extent is set once, and numbers are checked to be finite per column."""
+    from xlsxwriter.worksheet import CellNumberTuple, CellStringTuple
+
+    cells, strings = sheet.table, sheet.str_table._get_shared_string_index
+    rows = max((len(v) for v in cols.values()), default=0)
+    if sheet._check_dimensions(0, 0) or sheet._check_dimensions(rows, max(len(cols) - 1, 0)):
+        raise ValueError(f"a table of {rows} rows and {len(cols)} columns does not fit a sheet")
+    for j, name in enumerate(cols):
+        cells[0][j] = CellStringTuple(strings(name), None)
+    sheet.plain_cells = True
+    for j, (name, values) in enumerate(cols.items()):
+        if values.dtype.kind in "iuf":
+            if values.dtype.kind == "f" and np.isinf(values).any():
+                raise ValueError(f"column {name!r} holds an infinity, which xlsx cannot store")
+            for i, v in enumerate(_cells(values, None), start=1):
+                if v is not None:
+                    cells[i][j] = CellNumberTuple(v, None)
+            continue
+        for i, v in enumerate(_cells(values, None), start=1):
+            if v is None:
+                continue
+            if isinstance(v, str):
+                if len(v) > sheet.xls_strmax // 2:
+                    raise ValueError(f"column {name!r} holds a string too long for a cell")
+                cells[i][j] = CellStringTuple(strings(v), None)
+            elif isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v):
+                cells[i][j] = CellNumberTuple(v, None)
+            else:
+                raise TypeError(f"column {name!r}: cannot write {v!r} to an xlsx cell")
+
+
+# Text is never read as a formula, a URL or a number; NaN and infinities are refused.
+_XLSX_OPTIONS = {"in_memory": True, "strings_to_formulas": False, "strings_to_urls": False,
+                 "strings_to_numbers": False}  # fmt: skip
+
+
+def _number_text(number: float | int) -> str:
+    """A cell's number as its shortest round-trip text: ``repr`` of a float, ``str`` of an int."""
+    return repr(number) if isinstance(number, float) else str(int(number))
+
+
+@lru_cache(maxsize=1)
+def _exact_worksheet() -> type:
+    """XlsxWriter's worksheet, writing each number as its shortest round-trip text (XlsxWriter
+    writes 16 significant digits, which does not read back as the same double for every
+    value); a sheet of plain cells (filled by :func:`_fill_sheet`) has its rows written by a
+    shorter path that writes the same XML."""
+    from xlsxwriter.utility import xl_col_to_name
+    from xlsxwriter.worksheet import Worksheet
+
+    class ExactWorksheet(Worksheet):
+        plain_cells = False  # only number and shared-string cells, none with a format
+
+        def _xml_number_element(self, number, attributes=()) -> None:
+            attr = "".join(f' {k}="{self._escape_attributes(v)}"' for k, v in attributes)
+            self.fh.write(f"<c{attr}><v>{_number_text(number)}</v></c>")
+
+        def _write_rows(self) -> None:
+            if not self.plain_cells or self.row_info or self.comments or self.constant_memory:
+                super()._write_rows()
+                return
+            rows = [self.table.get(r) for r in range(self.dim_rowmin, self.dim_rowmax + 1)]
+            self.row_spans = _spans(self.dim_rowmin, rows)
+            first = self.dim_colmin
+            letters = [xl_col_to_name(c) for c in range(first, self.dim_colmax + 1)]
+            for row_num, row in enumerate(rows, start=self.dim_rowmin):
+                if not row:
+                    continue
+                self._write_row(row_num, self.row_spans.get(row_num // 16))
+                ref = str(row_num + 1)
+                self.fh.write("".join(
+                    f'<c r="{letters[c - first]}{ref}"><v>{_number_text(cell.number)}</v></c>'
+                    if cell.__class__.__name__ == "Number"
+                    else f'<c r="{letters[c - first]}{ref}" t="s"><v>{cell.string}</v></c>'
+                    for c, cell in sorted(row.items())
+                ))  # fmt: skip
+                self._xml_end_tag("row")
+
+    return ExactWorksheet
+
+
+def _spans(first_row: int, rows: list[dict | None]) -> dict[int, str]:
+    """XlsxWriter's ``spans`` of each block of 16 rows: the first and last used column
+    (1-based) of the block's rows, for blocks with cells (``Worksheet._calculate_spans``)."""
+    spans: dict[int, str] = {}
+    low = high = None
+    last = first_row + len(rows) - 1
+    for row_num, row in enumerate(rows, start=first_row):
+        if row:
+            a, b = min(row), max(row)
+            low = a if low is None else min(low, a)
+            high = b if high is None else max(high, b)
+        if ((row_num + 1) % 16 == 0 or row_num == last) and low is not None:
+            spans[row_num // 16] = f"{low + 1}:{high + 1}"
+            low = high = None
+    return spans
 
 
 def _integers_with_missing(values: np.ndarray) -> np.ndarray:
