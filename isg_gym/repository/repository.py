@@ -57,7 +57,6 @@ class Repository:
 
     def __init__(self, spec: Spec, cache_size: int = 128) -> None:
         self.spec = spec
-        self._generator = TableGenerator(spec)
         self._columns: Memo[Columns] = Memo(cache_size)
         self._tables: Memo[pd.DataFrame] = Memo(cache_size)
         self._bytes: Memo[bytes] = Memo(cache_size)
@@ -71,6 +70,11 @@ class Repository:
     @property
     def seed(self) -> int:
         return self.spec.seed
+
+    @cached_property
+    def _generator(self) -> TableGenerator:
+        """Compiled on the first table asked for (listing a repository needs none)."""
+        return TableGenerator(self.spec)
 
     @cached_property
     def index(self) -> FileIndex:
