@@ -356,25 +356,26 @@ def bench_materialise(args: Args) -> None:
     print(f"  (median repository: {median[0]} files; largest: {sizes[0][0]})")
 
 
+PARTS: dict[str, tuple[str, Callable[[Args], None]]] = {
+    "reset": ("reset", bench_reset),
+    "build": ("build", bench_build),
+    "steps": ("steps (warm worker, materialised repository)", bench_steps),
+    "throughput": ("throughput", bench_throughput),
+    "materialise": ("materialisation (largest repositories)", bench_materialise),
+}
+
+
 def main() -> None:
     args = parse_args()
-    parts = set(args.only.split(","))
-    print(f"ISG-v0 benchmark: backend={args.backend}, {os.cpu_count()} CPUs, {load()}\n")
-    if "reset" in parts:
-        print("reset")
-        bench_reset(args)
-    if "build" in parts:
-        print("\nbuild")
-        bench_build(args)
-    if "steps" in parts:
-        print("\nsteps (warm worker, materialised repository)")
-        bench_steps(args)
-    if "throughput" in parts:
-        print("\nthroughput")
-        bench_throughput(args)
-    if "materialise" in parts:
-        print("\nmaterialisation (largest repositories)")
-        bench_materialise(args)
+    parts = args.only.split(",")
+    unknown = sorted(set(parts) - set(PARTS))
+    if unknown:
+        raise SystemExit(f"unknown parts {unknown}; known: {','.join(PARTS)}")
+    print(f"ISG-v0 benchmark: backend={args.backend}, {os.cpu_count()} CPUs, {load()}")
+    for name, (title, run) in PARTS.items():
+        if name in parts:
+            print(f"\n{title}")
+            run(args)
 
 
 if __name__ == "__main__":

@@ -96,7 +96,9 @@ def _rounded(x: float) -> tuple[float, float, float]:
     """``round_sig(x, THRESHOLD_DIGITS, d)`` for d = -1, 0, 1 (memoised: candidates round the
     same observed values again and again)."""
     t = num(x, THRESHOLD_DIGITS)
-    return _toward(x, t, THRESHOLD_DIGITS, -1), t, _toward(x, t, THRESHOLD_DIGITS, 1)
+    down = t if t <= x else _toward(x, t, THRESHOLD_DIGITS, -1)
+    up = t if t >= x else _toward(x, t, THRESHOLD_DIGITS, 1)
+    return down, t, up
 
 
 def _or_list(items: list[str]) -> str:
