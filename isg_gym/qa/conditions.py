@@ -474,7 +474,8 @@ class _Candidates:
         ends = [lo - span * rng.uniform(0.01, 0.2), hi + span * rng.uniform(0.01, 0.2)]
         points = [*u.tolist(), *((u[1:] + u[:-1]) / 2).tolist(), *ends]
         if len(points) > 600:
-            points = [points[i] for i in sorted(rng.choice(len(points), 600, replace=False))]
+            chosen = np.sort(rng.choice(len(points), 600, replace=False)).tolist()
+            points = [points[i] for i in chosen]
             points += [lo, hi, lo - span * rng.uniform(0.01, 0.2),
                        hi + span * rng.uniform(0.01, 0.2)]  # fmt: skip
         self._points, self._nonnegative = points, lo >= 0

@@ -114,7 +114,9 @@ class Expression:
         """
         with np.errstate(all="ignore"):
             node = self._root.score if isinstance(self._root, _Cut) else self._root
-            value = np.broadcast_to(np.asarray(node(env), dtype=np.float64), (n,))
+            value = np.asarray(node(env), dtype=np.float64)
+            if value.shape != (n,):
+                value = np.broadcast_to(value, (n,))
             if noise is not None:
                 value = value + noise
             value = _finite(np.asarray(value, dtype=np.float64))
