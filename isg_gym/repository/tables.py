@@ -274,8 +274,8 @@ class TableGenerator:
             if x.dtype == object:
                 x = x.copy()
                 x[mask] = None
-            else:
-                x = np.where(mask, np.nan, x.astype(np.float64))
+            else:  # integers become floats (NaN is a float)
+                x = np.where(mask, np.nan, x)
             cols[name] = x
         if self._sort_by is not None:
             order = np.argsort(key if key is not None else cols[self._sort_by], kind="stable")

@@ -135,6 +135,7 @@ class _Compiler:
     def __init__(self, variables: Mapping[str, Kind]) -> None:
         self.variables = variables
         self.names: set[str] = set()
+        self.constants: dict[Node, float | np.floating] = {}  # constant nodes and their values
 
     def fail(self, node: ast.AST, what: str) -> ExpressionError:
         col = getattr(node, "col_offset", None)
@@ -186,12 +187,11 @@ class _Compiler:
                 value = float(v)
                 if not math.isfinite(value):
                     raise self.fail(node, f"non-finite number {v!r}")
-                return lambda env: value
+                return self.constant(value)
             case ast.Constant(value=str() as v):
                 raise self.fail(node, f"string {v!r} is allowed only in == / != with a category")
             case ast.Name(id=name) if name in CONSTANTS:
-                constant = CONSTANTS[name]
-                return lambda env: constant
+                return self.constant(CONSTANTS[name])
             case ast.Name(id=name):
                 return self.variable(node, name, "numeric")
             case ast.BinOp(op=op) if type(op) in _BINARY:
@@ -200,9 +200,18 @@ class _Compiler:
                     self.numeric(node.left),
                     self.numeric(node.right),
                 )
+                # a constant operand is passed as is (the same value the node would return)
+                if right in self.constants and left not in self.constants:
+                    b = self.constants[right]
+                    return lambda env: fn(left(env), b)
+                if left in self.constants and right not in self.constants:
+                    a = self.constants[left]
+                    return lambda env: fn(a, right(env))
                 return lambda env: fn(left(env), right(env))
             case ast.UnaryOp(op=ast.USub()):
                 operand = self.numeric(node.operand)
+                if operand in self.constants:  # -c: the np.negative the node would compute
+                    return self.constant(np.negative(self.constants[operand]))
                 return lambda env: np.negative(operand(env))
             case ast.UnaryOp(op=ast.UAdd()):
                 return self.numeric(node.operand)
@@ -214,6 +223,12 @@ class _Compiler:
             case ast.Call():
                 return self.call(node)
         raise self.fail(node, f"{_describe(node)} is not allowed")
+
+    def constant(self, value: float | np.floating) -> Node:
+        """A node returning ``value``, remembered as a constant for its parent."""
+        node = lambda env: value  # noqa: E731
+        self.constants[node] = value
+        return node
 
     def variable(self, node: ast.AST, name: str, want: Kind) -> Node:
         if name.startswith("_"):
