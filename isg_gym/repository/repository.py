@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from functools import cached_property
@@ -34,16 +35,19 @@ class Memo(Generic[T]):
     def __init__(self, size: int) -> None:
         self.size = size
         self._items: OrderedDict[Hashable, T] = OrderedDict()
+        self._lock = threading.Lock()  # threads may share a repository; make() runs unlocked
 
     def get(self, key: Hashable, make: Callable[[Hashable], T]) -> T:
         items = self._items
-        if key in items:
-            items.move_to_end(key)
-            return items[key]
+        with self._lock:
+            if key in items:
+                items.move_to_end(key)
+                return items[key]
         value = make(key)
-        items[key] = value
-        if len(items) > self.size:
-            items.popitem(last=False)
+        with self._lock:
+            items[key] = value
+            if len(items) > self.size:
+                items.popitem(last=False)
         return value
 
 
