@@ -13,14 +13,14 @@ import pytest
 
 from isg_gym.cli import main
 
-GOLDEN = {  # spec v2; one seed per file format: csv jsonl json txt log xlsx, and a larger one
-    0: "4198bfc7e883ac7dbac46ab1740f4172104bbfcc5f31693601a2997ae3ae77c0",
-    1: "d0bdd432a2ee8b1512a93299f21619e911c62f4b2f9146ef5de5498991996c3e",
-    3: "9325fe0a52c849cebc3222dfd0a181bd836e78032033c0a200eae41677e96394",
-    6: "d7de0cc42afbb0a27d0e6ae56ade20f82cb8eb9c04161d6fd9452ac8124661d2",
-    9: "b1047daf22ec3b589d0945e98f0609b3524bf4e8e7472e4cffdd1b26749c78a5",
-    22: "42d75dfcccf3999f3d969f85786492ef44497dd07987efb337c62c19f1afef76",
-    1000: "17e2fcc96910aaf664e1d7ed96dc54b81f47a229a1b38712c50b9016b77f2cce",
+GOLDEN = {  # spec v3; one seed per file format: csv jsonl json txt log xlsx, and a larger one
+    0: "1ea298e18f0270f576c8cf51c2ac9c9fe54f700fa5541cc707c43828252e9660",
+    1: "c4ef24b5cbcb3e17b92baa7de7f08d3cfdad8b290a66d7870f4ccaeafcf2f9fb",
+    3: "1df88a70f6666580be889486a25b44a37cdc57abb48fd5f77964d8fe2dc626f3",
+    6: "24ba7785a85634c4c080f068f6f7bef6e83a36a55c6c87060c064860092b4690",
+    9: "0ab1ae7fbfbba75cff223fe7084c3eed16bcb541db9642d812005723db9a146e",
+    22: "865161ef23ec090e4f4a51ffb299a5e94fb82d7582c7cc0c6dcf8c1e569e6d34",
+    1000: "22fc0d991a66a4d2eee154bbab9cd9341bb2fb2e56369663d37a07843ade9597",
 }
 
 

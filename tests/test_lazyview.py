@@ -102,11 +102,11 @@ def test_repository_bytes_are_generated_only_when_looked_up(view: LazyView) -> N
         for f in fs
     )
     assert listed == sorted(repo.files())
-    assert repo._bytes.cache_info().misses == 0  # a whole walk generated nothing
+    assert repo._bytes.misses == 0  # a whole walk generated nothing
     path = repo.data_files[len(repo.data_files) // 2]
     data = Path(at(view, path)).read_bytes()
     assert data == repo.read_bytes(path)
-    assert repo._bytes.cache_info().misses == 1  # one file, generated once
+    assert repo._bytes.misses == 1  # one file, generated once
     readme = Path(at(view, "README.md")).read_text()
     assert readme == repo.readme
 

@@ -390,7 +390,7 @@ def _pick_factor_focus(
     return factor, focus_dep.label
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=64)  # a Spec is ~50 KB: a long run must not keep thousands
 def _build(seed: int) -> Spec:
     triple = sample_triple(derive(seed, "taxonomy"))
     lexicon = load_lexicon(triple.field)

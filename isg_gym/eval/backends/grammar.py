@@ -16,7 +16,6 @@ written ``\\n``), so whatever the model writes is valid JSON for ``json.loads``.
 from __future__ import annotations
 
 import copy
-
 import json
 from typing import Any
 
