@@ -63,7 +63,7 @@ class Score:
 def grade(question: Question, answer: object) -> Score:
     """Grade ``answer`` (a raw reply, an extracted string, or a bool / int / float) for
     ``question``."""
-    text = _as_text(answer)
+    text = answer_text(answer)
     if text is None:
         return _score(False, None, False, "no answer (None, empty, NaN or infinite)")
     if is_abstention(text):
@@ -75,7 +75,7 @@ def grade(question: Question, answer: object) -> Score:
     return _grade_value(question, answer, text)
 
 
-def _as_text(answer: object) -> str | None:
+def answer_text(answer: object) -> str | None:
     """The extracted answer text; None for None, empty, NaN and infinite answers."""
     if answer is None:
         return None

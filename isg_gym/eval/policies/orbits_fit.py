@@ -1,0 +1,392 @@
+"""The orbit expert's analysis: standalone code (numpy, scipy, pandas only) that the expert
+policy sends to the sandbox as source text, where it fits the observations; never imports
+isg_gym (the sandbox cannot), so it knows nothing but the observed table.
+
+``solve(table, task, star, metres, seconds, noise)`` takes the observations (columns ``time``,
+``star{1,2}_{x,y,z}`` in the system's units, with ``metres`` per length unit and ``seconds``
+per time unit) and returns the answer text for one task, in SI:
+
+1. Relative orbit ``r = x2 - x1``. A Kepler conic is fitted without timing first: the plane
+   from the singular vectors of ``r``, then the focus-directrix relation
+   ``|r| = p - e . r`` by linear least squares (exact for any conic with star 1 at the focus),
+   then the mean (or hyperbolic) anomaly against time by a straight line, giving ``n`` and
+   ``mu = G M = n^2 |a|^3``.
+2. If the conic misses the positions by more than the noise allows, the orbit is not
+   Keplerian: velocities and accelerations from splines separate drag (the specific angular
+   momentum decays as ``exp(-t / tau)``) from a power-law force (it is conserved), and a
+   least-squares fit of the equations of motion, integrated numerically, refines the state,
+   the strength and ``tau`` or ``alpha``.
+3. The star-1 share of the motion about the centre of mass, ``m2 / M``, from
+   ``x1 = c + w g(t) - (m2 / M) r`` (``g = t``, or ``tau (1 - exp(-t / tau))`` under drag) by
+   linear least squares.
+4. Every asked quantity from the fitted model; "not possible" where the conventions say the
+   quantity does not exist for the physics found.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.integrate import solve_ivp
+from scipy.interpolate import CubicSpline
+from scipy.optimize import brentq, least_squares
+
+G = 6.674e-11
+ABSTAIN = "not possible"
+
+
+# --- the Kepler conic -----------------------------------------------------------------------
+
+
+def plane_basis(r: np.ndarray) -> np.ndarray:
+    """Rows: in-plane unit vectors u, w and the normal (along the angular momentum)."""
+    _, _, vt = np.linalg.svd(r, full_matrices=True)
+    u, w, normal = vt[0], vt[1], vt[2]
+    spin = np.cross(r[:-1], r[1:]).sum(axis=0)
+    if spin @ normal < 0:
+        normal = -normal
+    w = np.cross(normal, u)
+    return np.stack([u, w, normal])
+
+
+def kepler_anomaly(mean: np.ndarray, e: float) -> np.ndarray:
+    """Eccentric (e < 1) or hyperbolic (e > 1) anomaly from the mean anomaly (Newton)."""
+    if e < 1:
+        big = mean + e * np.sin(mean)
+        for _ in range(50):
+            big = big - (big - e * np.sin(big) - mean) / (1 - e * np.cos(big))
+        return big
+    big = np.arcsinh(mean / e)
+    for _ in range(60):
+        big = big - (e * np.sinh(big) - big - mean) / (e * np.cosh(big) - 1)
+    return big
+
+
+class Conic:
+    """A Kepler orbit fitted to the relative positions (SI)."""
+
+    def __init__(self, t: np.ndarray, r: np.ndarray) -> None:
+        basis = plane_basis(r)
+        xy = r @ basis[:2].T
+        dist = np.linalg.norm(r, axis=1)
+        design = np.column_stack([np.ones_like(dist), -xy[:, 0], -xy[:, 1]])
+        (p, ex, ey), *_ = np.linalg.lstsq(design, dist, rcond=None)
+        self.p, self.e = float(p), float(math.hypot(ex, ey))
+        peri = np.array([ex, ey]) / self.e
+        self.axes = np.stack([peri @ basis[:2], np.array([-peri[1], peri[0]]) @ basis[:2]])
+        f = np.arctan2(xy @ np.array([-peri[1], peri[0]]), xy @ peri)
+        e = self.e
+        if e < 1:
+            big = 2 * np.arctan2(np.sqrt(1 - e) * np.sin(f / 2), np.sqrt(1 + e) * np.cos(f / 2))
+            mean = np.unwrap(big - e * np.sin(big))
+        else:
+            big = 2 * np.arctanh(np.sqrt((e - 1) / (e + 1)) * np.tan(f / 2))
+            mean = e * np.sinh(big) - big
+        order = np.argsort(t)
+        self.n, self.m0 = np.polyfit(t[order], mean[order], 1)
+        self.a = self.p / abs(1 - e * e)
+        self.mu = float(self.n**2 * self.a**3)
+        self.h = math.sqrt(self.mu * self.p)
+        self.residual = float(np.sqrt(np.mean(np.sum((self.positions(t) - r) ** 2, axis=1))))
+
+    def positions(self, t: np.ndarray) -> np.ndarray:
+        e = self.e
+        big = kepler_anomaly(self.n * t + self.m0, e)
+        if e < 1:
+            x, y = self.a * (np.cos(big) - e), self.a * math.sqrt(1 - e * e) * np.sin(big)
+        else:
+            x, y = self.a * (e - np.cosh(big)), self.a * math.sqrt(e * e - 1) * np.sinh(big)
+        return np.outer(x, self.axes[0]) + np.outer(y, self.axes[1])
+
+    @property
+    def periastron(self) -> float:
+        return self.p / (1 + self.e)
+
+
+# --- non-Keplerian orbits ---------------------------------------------------------------------
+
+
+def spline_derivatives(t: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    spline = CubicSpline(t, r, axis=0)
+    return spline(t, 1), spline(t, 2)
+
+
+def robust_slope(x: np.ndarray, y: np.ndarray) -> float:
+    """Theil-Sen slope of y against x (median of pairwise slopes)."""
+    i, j = np.triu_indices(len(x), 1)
+    keep = x[j] != x[i]
+    return float(np.median((y[j] - y[i])[keep] / (x[j] - x[i])[keep]))
+
+
+def drag_detected(t: np.ndarray, r: np.ndarray) -> tuple[bool, float]:
+    """Whether the specific angular momentum decays (drag) rather than staying constant, and
+    the decay rate 1 / tau."""
+    v, _ = spline_derivatives(t, r)
+    inner = slice(2, len(t) - 2)  # spline ends are the least accurate
+    h = np.linalg.norm(np.cross(r, v), axis=1)[inner]
+    rate = -robust_slope(t[inner], np.log(h))
+    return rate * (t[-1] - t[0]) > 0.02, rate
+
+
+class ForceFit:
+    """Least-squares fit of ``r'' = -k r / |r|^(3 + alpha) - r' / tau`` (one of alpha, tau
+    free, the other fixed at 0 / infinity) to the relative positions, by numerical
+    integration from the middle observation. Works in units of the orbit's size."""
+
+    def __init__(self, t, r, kind: str, k0: float, extra0: float, noise: float = 0.0) -> None:
+        self.kind = kind
+        self.length = float(np.median(np.linalg.norm(r, axis=1)))
+        self.time = math.sqrt(self.length**3 / k0)
+        ts, rs = t / self.time, r / self.length
+        mid = len(ts) // 2
+        self.t_ref = ts[mid]
+        v, _ = spline_derivatives(ts, rs)
+        x0 = np.concatenate([rs[mid], v[mid], [0.0, extra0]])
+        self.ts, self.rs = ts, rs
+        fit = least_squares(self._residuals, x0, jac=self._jacobian, method="lm", xtol=1e-12,
+                            ftol=1e-12, max_nfev=60)  # fmt: skip
+        self.x = fit.x
+        self.residual = float(np.sqrt(np.mean(fit.fun**2) * 3)) * self.length
+
+    def _rhs(self, _t, y, params):
+        """Batched equations of motion: y is (batch * 6,), params (batch, 2)."""
+        y = y.reshape(-1, 6)
+        pos, vel = y[:, :3], y[:, 3:]
+        k, extra = np.exp(params[:, :1]), params[:, 1:]
+        dist = np.linalg.norm(pos, axis=1, keepdims=True)
+        if self.kind == "modified":
+            acc = -k * pos / dist ** (3 + extra)
+        else:
+            acc = -k * pos / dist**3 - np.exp(extra) * vel
+        return np.concatenate([vel, acc], axis=1).ravel()
+
+    def _propagate(self, xs: np.ndarray) -> np.ndarray:
+        """Positions (batch, n, 3) at the observation times for parameter rows ``xs``."""
+        y0 = xs[:, :6].ravel()
+        params = xs[:, 6:]
+        out = np.empty((len(xs), len(self.ts), 3))
+        for span in (self.ts >= self.t_ref, self.ts < self.t_ref):
+            times = self.ts[span]
+            if not len(times):
+                continue
+            end = times[-1] if times[0] >= self.t_ref else times[0]
+            order = np.argsort(times) if end > self.t_ref else np.argsort(-times)
+            sol = solve_ivp(self._rhs, (self.t_ref, end), y0, method="DOP853",
+                            t_eval=times[order], rtol=1e-10, atol=1e-12, args=(params,))  # fmt: skip
+            if not sol.success or sol.y.shape[1] != len(times):
+                raise RuntimeError("integration failed")
+            states = sol.y.reshape(len(xs), 6, -1)[:, :3, :].transpose(0, 2, 1)
+            idx = np.flatnonzero(span)[order]
+            out[:, idx] = states
+        return out
+
+    def _residuals(self, x: np.ndarray) -> np.ndarray:
+        return (self._propagate(x[None])[0] - self.rs).ravel()
+
+    def _jacobian(self, x: np.ndarray) -> np.ndarray:
+        steps = 1e-7 * np.maximum(np.abs(x), 1.0)
+        xs = np.vstack([x, x + np.diag(steps)])
+        pos = self._propagate(xs)
+        return ((pos[1:] - pos[0]).reshape(len(x), -1) / steps[:, None]).T
+
+    @property
+    def strength(self) -> float:
+        """k in SI: m^(3 + alpha) s^-2."""
+        return math.exp(self.x[6]) * self.length ** (3 + self.alpha) / self.time**2
+
+    @property
+    def alpha(self) -> float:
+        return float(self.x[7]) if self.kind == "modified" else 0.0
+
+    @property
+    def tau(self) -> float:
+        return self.time / math.exp(self.x[7]) if self.kind == "drag" else math.inf
+
+    def state(self) -> tuple[np.ndarray, np.ndarray]:
+        """Relative position and velocity (SI) at the reference time."""
+        return self.x[:3] * self.length, self.x[3:6] * self.length / self.time
+
+
+# --- the centre of mass ---------------------------------------------------------------------
+
+
+def companion_share(t, x1, r, tau: float = math.inf) -> float:
+    """m2 / (m1 + m2) from x1 = c + w g(t) - share * r (g = t, or the drag's decaying drift)."""
+    g = t - t[0] if math.isinf(tau) else tau * (1 - np.exp(-(t - t[0]) / tau))
+    rows, rhs = [], []
+    for axis in range(r.shape[1]):
+        block = np.zeros((len(t), 2 * r.shape[1] + 1))
+        block[:, 2 * axis] = 1.0
+        block[:, 2 * axis + 1] = g
+        block[:, -1] = -r[:, axis]
+        rows.append(block)
+        rhs.append(x1[:, axis])
+    design, target = np.vstack(rows), np.concatenate(rhs)
+    norms = np.linalg.norm(design, axis=0)  # columns differ by orders of magnitude
+    norms[norms == 0] = 1.0
+    solution, *_ = np.linalg.lstsq(design / norms, target, rcond=None)
+    return float(solution[-1] / norms[-1])
+
+
+# --- the model and its quantities -----------------------------------------------------------
+
+
+class Model:
+    """The fitted system: ``orbit`` is bound / unbound / drag / modified."""
+
+    def __init__(self, table, metres: float, seconds: float, noise: float = 0.0) -> None:
+        t = table["time"].to_numpy(float) * seconds
+        order = np.argsort(t)
+        axes = [a for a in ("x", "y", "z") if f"star1_{a}" in table.columns]
+        x1 = table[[f"star1_{a}" for a in axes]].to_numpy(float)[order] * metres
+        x2 = table[[f"star2_{a}" for a in axes]].to_numpy(float)[order] * metres
+        t = t[order]
+        r = x2 - x1
+        self.conic = Conic(t, r)
+        size = float(np.median(np.linalg.norm(r, axis=1)))
+        tolerance = max(1e-6 * size, 4 * noise)
+        self.orbit = ("bound" if self.conic.e < 1 else "unbound")
+        self.tau = math.inf
+        self.fit = None
+        if self.conic.residual > tolerance:
+            drag, rate = drag_detected(t, r)
+            kind = "drag" if drag else "modified"
+            extra0 = math.log(max(rate, 1e-3 / (t[-1] - t[0])) * math.sqrt(size**3 / self.conic.mu)) if drag else 0.0
+            self.fit = ForceFit(t, r, kind, self.conic.mu, extra0, noise)
+            self.orbit = kind
+            self.tau = self.fit.tau
+        self.mu = self.fit.strength if self.fit is not None else self.conic.mu
+        share = companion_share(t, x1, r, self.tau)
+        self.masses = ((1 - share) * self.mu / G, share * self.mu / G)
+        self._turning_points()
+
+    def _turning_points(self) -> None:
+        """Closest and farthest separations, specific angular momentum and period."""
+        c = self.conic
+        if self.fit is None:
+            self.alpha, self.k, self.h = 0.0, self.mu, c.h
+            self.e = c.e
+            self.r_min = c.periastron
+            self.r_max = c.p / (1 - c.e) if c.e < 1 else math.inf
+            self.period = 2 * math.pi / c.n if c.e < 1 else math.inf
+            return
+        self.alpha, self.k = self.fit.alpha, self.fit.strength
+        pos, vel = self.fit.state()
+        self.h = float(np.linalg.norm(np.cross(pos, vel)))
+        if self.orbit == "drag":
+            self.e, self.r_min, self.r_max, self.period = (math.nan,) * 4
+            return
+        alpha, k, h = self.alpha, self.k, self.h
+        energy = vel @ vel / 2 + self.potential(np.linalg.norm(pos))
+
+        def gap(x):
+            return h * h / (2 * x * x) + self.potential(x) - energy
+
+        r_circ = (h * h / k) ** (1 / (1 - alpha))  # minimum of the effective potential
+        self.r_min = brentq(gap, r_circ * 1e-6, r_circ)
+        self.r_max = brentq(gap, r_circ, r_circ * 1e6)
+        self.e = math.nan
+        x, w = np.polynomial.legendre.leggauss(96)
+        u = (x + 1) * math.pi / 2
+        mid, half = (self.r_max + self.r_min) / 2, (self.r_max - self.r_min) / 2
+        rr = mid - half * np.cos(u)
+        vr2 = 2 * (energy - self.potential(rr)) - h * h / rr**2
+        g = vr2 / ((rr - self.r_min) * (self.r_max - rr))
+        self.period = float(2 * np.sum(w / np.sqrt(g)) * math.pi / 2)
+
+    def potential(self, r):
+        return -self.k / ((1 + self.alpha) * r ** (1 + self.alpha))
+
+    # --- quantities (SI) --------------------------------------------------------------------
+
+    def share(self, star: int) -> float:
+        """m_other / M: the star's share of the relative motion."""
+        return self.masses[2 - star] / sum(self.masses)
+
+    def relative_speed(self, r: float) -> float:
+        if math.isinf(r):
+            return math.sqrt(self.mu * (self.e - 1) / self.r_min)
+        v_peri = self.h / self.r_min
+        energy = v_peri**2 / 2 + self.potential(self.r_min)
+        return math.sqrt(2 * (energy - self.potential(r)))
+
+    def answer(self, task: str, star: int | None = None) -> str:
+        value = self.value(task, star)
+        if isinstance(value, str):
+            return value
+        if isinstance(value, bool):
+            return "yes" if value else "no"
+        return f"{value:.6g}"
+
+    def value(self, task: str, star: int | None):
+        orbit = self.orbit
+        decaying = orbit == "drag"
+        modified = orbit == "modified"
+        unbound = orbit == "unbound"
+        m1, m2 = self.masses
+        total = m1 + m2
+        reduced = m1 * m2 / total
+        if task in ("star_mass", "total_mass", "reduced_mass"):
+            if modified:
+                return ABSTAIN
+            return {"star_mass": self.masses[(star or 1) - 1], "total_mass": total,
+                    "reduced_mass": reduced}[task]  # fmt: skip
+        if task == "drag_timescale":
+            return self.tau if decaying else ABSTAIN
+        if task == "gravity_exponent":
+            return self.alpha if modified else ABSTAIN
+        if task == "is_bound":
+            return ABSTAIN if modified else not unbound
+        if task == "apsidal_precession":
+            return ABSTAIN if unbound or decaying else modified
+        if decaying:
+            return ABSTAIN
+        ellipse = orbit == "bound"
+        a = (self.r_min + self.r_max) / 2
+        never_reached = unbound and task.startswith("min_")
+        if never_reached:
+            return ABSTAIN
+        if task == "eccentricity":
+            return ABSTAIN if modified else self.e
+        if task in ("semi_major_axis", "semi_minor_axis", "orbit_area", "roche_lobe_radius",
+                    "kepler_constant"):  # fmt: skip
+            if not ellipse:
+                return ABSTAIN
+            b = a * math.sqrt(1 - self.e**2)
+            if task == "roche_lobe_radius":
+                q = self.masses[star - 1] / self.masses[2 - star]
+                return a * 0.49 * q ** (2 / 3) / (0.6 * q ** (2 / 3) + math.log(1 + q ** (1 / 3)))
+            return {"semi_major_axis": a, "semi_minor_axis": b, "orbit_area": math.pi * a * b,
+                    "kepler_constant": self.period**2 / a**3}[task]  # fmt: skip
+        if task == "period":
+            return ABSTAIN if unbound else self.period
+        if task == "periastron":
+            return self.r_min
+        if task == "apoastron":
+            return ABSTAIN if unbound else self.r_max
+        if task == "areal_velocity":
+            return self.h / 2
+        if task == "angular_momentum":
+            return ABSTAIN if modified else reduced * self.h
+        if task == "total_energy":
+            return ABSTAIN if modified else reduced * (self.relative_speed(self.r_min) ** 2 / 2
+                                                       - self.mu / self.r_min)  # fmt: skip
+        extreme = self.r_min if task.startswith("max_") else self.r_max
+        if task.endswith("angular_velocity"):
+            return self.h / extreme**2
+        if task.endswith("_speed"):
+            return self.share(star) * self.relative_speed(extreme)
+        if task.endswith("_momentum"):
+            if modified:
+                return ABSTAIN
+            return self.masses[star - 1] * self.share(star) * self.relative_speed(extreme)
+        if task.endswith("_acceleration"):
+            return self.share(star) * self.k / extreme ** (2 + self.alpha)
+        raise ValueError(f"unknown task {task!r}")
+
+
+def solve(table, task: str, star: int | None, metres: float, seconds: float,
+          noise: float = 0.0) -> str:  # fmt: skip
+    """The answer text for ``task`` (about ``star`` where it asks about one)."""
+    return Model(table, metres, seconds, noise).answer(task, star)
