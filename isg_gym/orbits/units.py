@@ -34,11 +34,8 @@ class UnitSystem:
 UNIT_SYSTEMS: dict[str, UnitSystem] = {
     "si": UnitSystem("si", "m", "s", 1.0, 1.0, "metres and seconds"),
     "cgs": UnitSystem("cgs", "cm", "s", 0.01, 1.0, "centimetres and seconds"),
-    "astro": UnitSystem(
-        "astro", "AU", "yr", AU, YEAR,
-        f"astronomical units (1 AU = {AU:.10g} m) and Julian years (1 yr = {YEAR:.0f} s)",
-    ),
-}  # fmt: skip
+    "astro": UnitSystem("astro", "AU", "yr", AU, YEAR, "astronomical units and Julian years"),
+}
 
 
 def unit_system(name: str) -> UnitSystem:
