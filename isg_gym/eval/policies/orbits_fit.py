@@ -28,15 +28,22 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.integrate import solve_ivp
-from scipy.interpolate import CubicSpline
-from scipy.optimize import brentq, least_squares
+from scipy.optimize import brentq
 
 G = 6.674e-11
 ABSTAIN = "not possible"
 
 
 # --- the Kepler conic -----------------------------------------------------------------------
+
+
+def lstsq(design: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """Least squares with the columns normalised first (they differ by orders of magnitude,
+    which would make numpy treat the small ones as rank deficiency)."""
+    norms = np.linalg.norm(design, axis=0)
+    norms[norms == 0] = 1.0
+    solution, *_ = np.linalg.lstsq(design / norms, target, rcond=None)
+    return solution / norms
 
 
 def plane_basis(r: np.ndarray) -> np.ndarray:
@@ -71,7 +78,7 @@ class Conic:
         xy = r @ basis[:2].T
         dist = np.linalg.norm(r, axis=1)
         design = np.column_stack([np.ones_like(dist), -xy[:, 0], -xy[:, 1]])
-        (p, ex, ey), *_ = np.linalg.lstsq(design, dist, rcond=None)
+        p, ex, ey = lstsq(design, dist)
         self.p, self.e = float(p), float(math.hypot(ex, ey))
         peri = np.array([ex, ey]) / self.e
         self.axes = np.stack([peri @ basis[:2], np.array([-peri[1], peri[0]]) @ basis[:2]])
@@ -107,105 +114,72 @@ class Conic:
 # --- non-Keplerian orbits ---------------------------------------------------------------------
 
 
-def spline_derivatives(t: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    spline = CubicSpline(t, r, axis=0)
-    return spline(t, 1), spline(t, 2)
+def local_derivatives(t: np.ndarray, r: np.ndarray, half: int = 3):
+    """Velocity and acceleration at the observations from local polynomials through the
+    ``2 half + 1`` nearest observations (degree ``2 half``), with an error estimate: the
+    relative change of the acceleration when two fewer points are used. Ends get NaN."""
+    n = len(t)
+    v = np.full_like(r, np.nan)
+    a = np.full_like(r, np.nan)
+    err = np.full(n, np.inf)
+    idx = np.arange(half, n - half)
+    if not len(idx):
+        return v, a, err
 
+    def fit(width: int):
+        offsets = np.arange(-width, width + 1)
+        dt = t[idx[:, None] + offsets] - t[idx][:, None]  # (m, k)
+        scale = np.abs(dt).max(axis=1, keepdims=True)
+        x = dt / scale
+        vander = x[:, :, None] ** np.arange(2 * width + 1)  # (m, k, k)
+        coeffs = np.linalg.solve(vander, r[idx[:, None] + offsets])  # (m, k, 3)
+        return coeffs[:, 1] / scale, 2 * coeffs[:, 2] / scale**2
 
-def robust_slope(x: np.ndarray, y: np.ndarray) -> float:
-    """Theil-Sen slope of y against x (median of pairwise slopes)."""
-    i, j = np.triu_indices(len(x), 1)
-    keep = x[j] != x[i]
-    return float(np.median((y[j] - y[i])[keep] / (x[j] - x[i])[keep]))
-
-
-def drag_detected(t: np.ndarray, r: np.ndarray) -> tuple[bool, float]:
-    """Whether the specific angular momentum decays (drag) rather than staying constant, and
-    the decay rate 1 / tau."""
-    v, _ = spline_derivatives(t, r)
-    inner = slice(2, len(t) - 2)  # spline ends are the least accurate
-    h = np.linalg.norm(np.cross(r, v), axis=1)[inner]
-    rate = -robust_slope(t[inner], np.log(h))
-    return rate * (t[-1] - t[0]) > 0.02, rate
+    v_hi, a_hi = fit(half)
+    _, a_lo = fit(half - 1)
+    v[idx], a[idx] = v_hi, a_hi
+    err[idx] = np.linalg.norm(a_hi - a_lo, axis=1) / np.linalg.norm(a_hi, axis=1)
+    return v, a, err
 
 
 class ForceFit:
-    """Least-squares fit of ``r'' = -k r / |r|^(3 + alpha) - r' / tau`` (one of alpha, tau
-    free, the other fixed at 0 / infinity) to the relative positions, by numerical
-    integration from the middle observation. Works in units of the orbit's size."""
+    """The relative orbit's force law from accelerations: ``a = -k r / |r|^(3 + alpha)`` (a
+    power law, conservative) or ``a = -k r / |r|^3 - v / tau`` (drag), fitted by least
+    squares at the observations where the local derivatives are accurate; the model that fits
+    better wins."""
 
-    def __init__(self, t, r, kind: str, k0: float, extra0: float, noise: float = 0.0) -> None:
-        self.kind = kind
-        self.length = float(np.median(np.linalg.norm(r, axis=1)))
-        self.time = math.sqrt(self.length**3 / k0)
-        ts, rs = t / self.time, r / self.length
-        mid = len(ts) // 2
-        self.t_ref = ts[mid]
-        v, _ = spline_derivatives(ts, rs)
-        x0 = np.concatenate([rs[mid], v[mid], [0.0, extra0]])
-        self.ts, self.rs = ts, rs
-        fit = least_squares(self._residuals, x0, jac=self._jacobian, method="lm", xtol=1e-12,
-                            ftol=1e-12, max_nfev=60)  # fmt: skip
-        self.x = fit.x
-        self.residual = float(np.sqrt(np.mean(fit.fun**2) * 3)) * self.length
-
-    def _rhs(self, _t, y, params):
-        """Batched equations of motion: y is (batch * 6,), params (batch, 2)."""
-        y = y.reshape(-1, 6)
-        pos, vel = y[:, :3], y[:, 3:]
-        k, extra = np.exp(params[:, :1]), params[:, 1:]
-        dist = np.linalg.norm(pos, axis=1, keepdims=True)
-        if self.kind == "modified":
-            acc = -k * pos / dist ** (3 + extra)
+    def __init__(self, t: np.ndarray, r: np.ndarray, noise: float = 0.0) -> None:
+        v, a, err = local_derivatives(t, r)
+        order = np.argsort(err)
+        good = err < (1e-5 if noise == 0 else 1e-1)
+        if good.sum() < 12:
+            good = np.zeros_like(good)
+            good[order[: max(12, len(t) // 3)]] = True
+        good &= np.isfinite(err)
+        self.t, self.r, self.v, self.a = t[good], r[good], v[good], a[good]
+        dist = np.linalg.norm(self.r, axis=1)
+        # drag: a = -k r / d^3 - v / tau, linear in (k, 1 / tau)
+        design = np.stack([-(self.r / dist[:, None] ** 3).ravel(), -self.v.ravel()], axis=1)
+        k_drag, rate = lstsq(design, self.a.ravel())
+        drag_misfit = np.linalg.norm(design @ np.array([k_drag, rate]) - self.a.ravel())
+        # power law: log |a| = log k - (2 + alpha) log d, then the same misfit measure
+        slope, intercept = np.polyfit(np.log(dist), np.log(np.linalg.norm(self.a, axis=1)), 1)
+        alpha, k_power = -slope - 2, math.exp(intercept)
+        model = -k_power * self.r / dist[:, None] ** (3 + alpha)
+        power_misfit = np.linalg.norm(model - self.a)
+        if drag_misfit <= power_misfit:
+            self.kind, self.k, self.alpha, self.tau = "drag", float(k_drag), 0.0, 1 / rate
         else:
-            acc = -k * pos / dist**3 - np.exp(extra) * vel
-        return np.concatenate([vel, acc], axis=1).ravel()
+            self.kind, self.k, self.alpha, self.tau = "modified", k_power, float(alpha), math.inf
+        self.misfit = min(drag_misfit, power_misfit) / np.linalg.norm(self.a)
 
-    def _propagate(self, xs: np.ndarray) -> np.ndarray:
-        """Positions (batch, n, 3) at the observation times for parameter rows ``xs``."""
-        y0 = xs[:, :6].ravel()
-        params = xs[:, 6:]
-        out = np.empty((len(xs), len(self.ts), 3))
-        for span in (self.ts >= self.t_ref, self.ts < self.t_ref):
-            times = self.ts[span]
-            if not len(times):
-                continue
-            end = times[-1] if times[0] >= self.t_ref else times[0]
-            order = np.argsort(times) if end > self.t_ref else np.argsort(-times)
-            sol = solve_ivp(self._rhs, (self.t_ref, end), y0, method="DOP853",
-                            t_eval=times[order], rtol=1e-10, atol=1e-12, args=(params,))  # fmt: skip
-            if not sol.success or sol.y.shape[1] != len(times):
-                raise RuntimeError("integration failed")
-            states = sol.y.reshape(len(xs), 6, -1)[:, :3, :].transpose(0, 2, 1)
-            idx = np.flatnonzero(span)[order]
-            out[:, idx] = states
-        return out
-
-    def _residuals(self, x: np.ndarray) -> np.ndarray:
-        return (self._propagate(x[None])[0] - self.rs).ravel()
-
-    def _jacobian(self, x: np.ndarray) -> np.ndarray:
-        steps = 1e-7 * np.maximum(np.abs(x), 1.0)
-        xs = np.vstack([x, x + np.diag(steps)])
-        pos = self._propagate(xs)
-        return ((pos[1:] - pos[0]).reshape(len(x), -1) / steps[:, None]).T
-
-    @property
-    def strength(self) -> float:
-        """k in SI: m^(3 + alpha) s^-2."""
-        return math.exp(self.x[6]) * self.length ** (3 + self.alpha) / self.time**2
-
-    @property
-    def alpha(self) -> float:
-        return float(self.x[7]) if self.kind == "modified" else 0.0
-
-    @property
-    def tau(self) -> float:
-        return self.time / math.exp(self.x[7]) if self.kind == "drag" else math.inf
-
-    def state(self) -> tuple[np.ndarray, np.ndarray]:
-        """Relative position and velocity (SI) at the reference time."""
-        return self.x[:3] * self.length, self.x[3:6] * self.length / self.time
+    def conserved(self) -> tuple[float, float]:
+        """Specific angular momentum and energy (power law), medians over the good points."""
+        dist = np.linalg.norm(self.r, axis=1)
+        h = np.linalg.norm(np.cross(self.r, self.v), axis=1)
+        energy = (np.sum(self.v**2, axis=1) / 2
+                  - self.k / ((1 + self.alpha) * dist ** (1 + self.alpha)))  # fmt: skip
+        return float(np.median(h)), float(np.median(energy))
 
 
 # --- the centre of mass ---------------------------------------------------------------------
@@ -222,11 +196,7 @@ def companion_share(t, x1, r, tau: float = math.inf) -> float:
         block[:, -1] = -r[:, axis]
         rows.append(block)
         rhs.append(x1[:, axis])
-    design, target = np.vstack(rows), np.concatenate(rhs)
-    norms = np.linalg.norm(design, axis=0)  # columns differ by orders of magnitude
-    norms[norms == 0] = 1.0
-    solution, *_ = np.linalg.lstsq(design / norms, target, rcond=None)
-    return float(solution[-1] / norms[-1])
+    return float(lstsq(np.vstack(rows), np.concatenate(rhs))[-1])
 
 
 # --- the model and its quantities -----------------------------------------------------------
@@ -246,17 +216,14 @@ class Model:
         self.conic = Conic(t, r)
         size = float(np.median(np.linalg.norm(r, axis=1)))
         tolerance = max(1e-6 * size, 4 * noise)
-        self.orbit = ("bound" if self.conic.e < 1 else "unbound")
+        self.orbit = "bound" if self.conic.e < 1 else "unbound"
         self.tau = math.inf
         self.fit = None
         if self.conic.residual > tolerance:
-            drag, rate = drag_detected(t, r)
-            kind = "drag" if drag else "modified"
-            extra0 = math.log(max(rate, 1e-3 / (t[-1] - t[0])) * math.sqrt(size**3 / self.conic.mu)) if drag else 0.0
-            self.fit = ForceFit(t, r, kind, self.conic.mu, extra0, noise)
-            self.orbit = kind
+            self.fit = ForceFit(t, r, noise)
+            self.orbit = self.fit.kind
             self.tau = self.fit.tau
-        self.mu = self.fit.strength if self.fit is not None else self.conic.mu
+        self.mu = self.fit.k if self.fit is not None else self.conic.mu
         share = companion_share(t, x1, r, self.tau)
         self.masses = ((1 - share) * self.mu / G, share * self.mu / G)
         self._turning_points()
@@ -271,14 +238,12 @@ class Model:
             self.r_max = c.p / (1 - c.e) if c.e < 1 else math.inf
             self.period = 2 * math.pi / c.n if c.e < 1 else math.inf
             return
-        self.alpha, self.k = self.fit.alpha, self.fit.strength
-        pos, vel = self.fit.state()
-        self.h = float(np.linalg.norm(np.cross(pos, vel)))
+        self.alpha, self.k = self.fit.alpha, self.fit.k
+        self.h, energy = self.fit.conserved()
         if self.orbit == "drag":
             self.e, self.r_min, self.r_max, self.period = (math.nan,) * 4
             return
         alpha, k, h = self.alpha, self.k, self.h
-        energy = vel @ vel / 2 + self.potential(np.linalg.norm(pos))
 
         def gap(x):
             return h * h / (2 * x * x) + self.potential(x) - energy
