@@ -48,7 +48,7 @@ def lstsq(design: np.ndarray, target: np.ndarray) -> np.ndarray:
 
 def plane_basis(r: np.ndarray) -> np.ndarray:
     """Rows: in-plane unit vectors u, w and the normal (along the angular momentum)."""
-    _, _, vt = np.linalg.svd(r, full_matrices=True)
+    _, _, vt = np.linalg.svd(r, full_matrices=False)
     u, w, normal = vt[0], vt[1], vt[2]
     spin = np.cross(r[:-1], r[1:]).sum(axis=0)
     if spin @ normal < 0:
