@@ -30,7 +30,6 @@ from isg_gym.orbits.simulate import trajectory
 from isg_gym.orbits.system import ObservationOptions, System, build_system
 from isg_gym.orbits.tasks import TASKS, OrbitQuestion, format_answer
 from isg_gym.orbits.units import unit_system
-from isg_gym.rewards import extract
 from isg_gym.tools.arguments import ToolError, as_float_list, check_args
 from isg_gym.tools.snapshots import Snapshots
 
@@ -219,7 +218,7 @@ class OrbitsEnv(ToolEnv):
             "answer": format_answer(q),
             "answerable": q.answerable,
             "reason": q.reason,
-            "params": q.params,
+            "params": dict(q.params),
             "orbit": q.orbit,
             "threshold": q.threshold,
         }
@@ -318,7 +317,7 @@ class OrbitsEnv(ToolEnv):
             outcome = "correct"
         elif score.abstained:
             outcome = "abstained"
-        elif score.parsed is None and extract(text).value is None:
+        elif score.parsed is None:  # no number (or yes/no) could be read from the answer
             outcome = "format_error"
         else:
             outcome = "wrong"
