@@ -1,7 +1,7 @@
 """Grading an answer to an orbit question.
 
 Numbers are right within the task's relative-error threshold, ``|x - gold| <= threshold *
-|gold|`` (thresholds calibrated on the expert solver, as Gravity-Bench did); yes/no answers
+|gold|`` (inclusive; thresholds calibrated on the expert solver, as Gravity-Bench did); yes/no answers
 exactly; "not possible" (and its documented equivalents) exactly on unanswerable questions.
 Answers are extracted as for ISG-v0 (plain text, ``{"answer": ...}`` JSON, ``\\boxed{}``).
 """
@@ -14,6 +14,9 @@ from isg_gym.orbits.tasks import ABSTAIN, OrbitQuestion
 from isg_gym.rewards import Score, is_abstention
 from isg_gym.rewards.normalise import parse_number, parse_yes_no
 from isg_gym.rewards.rubric import answer_text
+
+
+BOUNDARY_SLACK = 1e-9  # an answer exactly at the threshold is right despite float rounding
 
 
 def _score(correct: bool, parsed, abstained: bool, explanation: str) -> Score:
@@ -47,7 +50,7 @@ def grade(question: OrbitQuestion, answer: object) -> Score:
         return _score(False, None, False, f"{text!r} is not a finite number")
     value, gold = float(number), float(question.answer)
     error = relative_error(value, gold)
-    ok = error <= question.threshold
+    ok = error <= question.threshold * (1 + BOUNDARY_SLACK)
     why = (f"{value:.6g} vs {gold:.6g} {question.unit}: relative error {error:.3g} "
            f"{'<=' if ok else '>'} {question.threshold:g}")  # fmt: skip
     return _score(ok, value, False, why)

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from isg_gym.envs.actions import MAX_CALLS
 from isg_gym.eval.policies import orbits_fit
 from isg_gym.eval.policies.baselines import ABSTAIN, TRIVIAL_CODE, RandomPolicy
 from isg_gym.eval.policy import EpisodeState, StepPolicy, Turn, calls_message
@@ -91,8 +92,9 @@ class OrbitsExpertPolicy(StepPolicy):
     """The expert solver: plans uniform observations, fits them in the sandbox, answers.
 
     ``calls`` observe calls (default 10, of ``per_call`` times each: 100 uniformly spaced
-    observations with the default budget), all in the first action; then one
-    ``run_python_code`` call; then ``final_answer``.
+    observations with the default budget), as many per action as the env parses
+    (:data:`~isg_gym.envs.actions.MAX_CALLS`); then one ``run_python_code`` call; then
+    ``final_answer``.
     """
 
     name = "scripted-orbits-expert"
@@ -111,12 +113,13 @@ class OrbitsExpertPolicy(StepPolicy):
         try:
             if "setup" not in state:
                 state["setup"] = setup = Setup.from_episode(episode)
-                if setup.mode == "budget":
-                    state["stage"] = "observed"
-                    return _send(episode, self._observations(setup))
+                state["pending"] = self._observations(setup) if setup.mode == "budget" else []
+            if state["pending"]:  # at most MAX_CALLS calls per message
+                calls, state["pending"] = state["pending"][:MAX_CALLS], state["pending"][MAX_CALLS:]
+                return _send(episode, calls)
             setup = state["setup"]
-            if state.get("stage") != "analysed":
-                state["stage"] = "analysed"
+            if not state.get("analysed"):
+                state["analysed"] = True
                 file = "observations.csv" if setup.mode == "budget" else "trajectory.csv"
                 code = analysis_code(file, str(episode.info["type"]), setup)
                 return _send(episode, [{"name": "run_python_code", "arguments": {"code": code}}])
