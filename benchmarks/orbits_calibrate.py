@@ -113,7 +113,8 @@ def main(argv: list[str] | None = None) -> int:
     elapsed = time.perf_counter() - start
     rows = {}
     print(f"expert on {args.observations} uniform observations, systems {args.systems} "
-          f"({len(systems)} systems, {elapsed:.0f} s); p{args.percentile:g} relative error")  # fmt: skip
+          f"({len(systems)} systems, {elapsed:.0f} s); "
+          f"p{args.percentile:g} relative error")  # fmt: skip
     print(f"| task | n | p50 | p{args.percentile:g} | threshold | abstention errors | "
           "Gravity-Bench task | GB threshold |")
     print("|---|---|---|---|---|---|---|---|")

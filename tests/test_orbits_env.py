@@ -120,7 +120,7 @@ def test_bad_observe_arguments_are_error_observations() -> None:
     env = _env()
     env.reset(options={"question": QID})
     for args in ({}, {"times": "soon"}, {"times": [1, "x"]}, {"times": []}, {"when": [1]}):
-        obs, reward, done, trunc, info = env.step({"name": "observe", "arguments": args})
+        obs, reward, done, _trunc, info = env.step({"name": "observe", "arguments": args})
         assert info["tool_results"][0]["error"] and "Budget: 0 of 100" in obs
         assert not done and reward == 0.0
     env.close()
@@ -260,10 +260,10 @@ def test_vector_envs(kind: str) -> None:
         obs, infos = envs.reset(seed=7)
         assert len(obs) == 3 and len(set(infos["question_id"])) == 3
         calls = [{"name": "observe", "arguments": {"times": [0.0]}}] * 3
-        obs, rewards, terminated, truncated, infos = envs.step(calls)
+        obs, rewards, terminated, _, infos = envs.step(calls)
         assert all("Budget: 1 of 100" in o for o in obs) and not terminated.any()
         answers = [{"name": "final_answer", "arguments": {"answer": "not possible"}}] * 3
-        obs, rewards, terminated, truncated, infos = envs.step(answers)
+        obs, rewards, terminated, _truncated, infos = envs.step(answers)
         assert terminated.all() and rewards.shape == (3,)
         assert list(rewards) == [float(a == "not possible") for a in infos["answer"]]
     finally:

@@ -97,8 +97,9 @@ class Measured:
         sign = 1.0 if which == "min" else -1.0
         i = int(np.argmin(sign * values(self.t)))
         lo, hi = self.t[max(i - 1, 0)], self.t[min(i + 1, len(self.t) - 1)]
+        tol = 1e-12 * self.system.window_s
         found = minimize_scalar(lambda x: sign * values(np.array([x]))[0], bounds=(lo, hi),
-                                method="bounded", options={"xatol": 1e-12 * self.system.window_s})  # fmt: skip
+                                method="bounded", options={"xatol": tol})  # fmt: skip
         return float(sign * found.fun)
 
     def separation(self, times):

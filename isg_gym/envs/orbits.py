@@ -142,7 +142,8 @@ class OrbitsEnv(ToolEnv):
 
     def __getstate__(self) -> dict[str, Any]:
         """The base class's state plus the episode's observations (replayed on unpickling)."""
-        return {**super().__getstate__(), "_orbit_episode": (list(self._times), dict(self._metrics))}
+        episode = (list(self._times), dict(self._metrics))
+        return {**super().__getstate__(), "_orbit_episode": episode}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         times, metrics = state.pop("_orbit_episode")

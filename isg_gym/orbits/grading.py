@@ -1,8 +1,8 @@
 """Grading an answer to an orbit question.
 
 Numbers are right within the task's relative-error threshold, ``|x - gold| <= threshold *
-|gold|`` (inclusive; thresholds calibrated on the expert solver, as Gravity-Bench did); yes/no answers
-exactly; "not possible" (and its documented equivalents) exactly on unanswerable questions.
+|gold|`` (inclusive; thresholds calibrated on the expert solver, as Gravity-Bench did); yes/no
+answers exactly; "not possible" (and its documented equivalents) exactly on unanswerable questions.
 Answers are extracted as for ISG-v0 (plain text, ``{"answer": ...}`` JSON, ``\\boxed{}``).
 """
 
@@ -14,7 +14,6 @@ from isg_gym.orbits.tasks import ABSTAIN, OrbitQuestion
 from isg_gym.rewards import Score, is_abstention
 from isg_gym.rewards.normalise import parse_number, parse_yes_no
 from isg_gym.rewards.rubric import answer_text
-
 
 BOUNDARY_SLACK = 1e-9  # an answer exactly at the threshold is right despite float rounding
 

@@ -41,7 +41,8 @@ def conic_state(mu: float, q: float, e: float, f: float) -> tuple[np.ndarray, np
 def true_to_mean(e: float, f: float) -> float:
     """Mean anomaly (elliptic) or hyperbolic mean anomaly at true anomaly ``f``."""
     if e < 1:
-        big_e = 2 * math.atan2(math.sqrt(1 - e) * math.sin(f / 2), math.sqrt(1 + e) * math.cos(f / 2))
+        half = math.sqrt(1 - e) * math.sin(f / 2), math.sqrt(1 + e) * math.cos(f / 2)
+        big_e = 2 * math.atan2(*half)
         return big_e - e * math.sin(big_e)
     big_f = 2 * math.atanh(math.sqrt((e - 1) / (e + 1)) * math.tan(f / 2))
     return e * math.sinh(big_f) - big_f

@@ -123,9 +123,10 @@ def _model_text(system: System) -> str:
         parts.append(" Positions are projected on the sky: only x and y are observed (z, along "
                      "the line of sight, is not).")  # fmt: skip
     if system.noise_m > 0:
-        noise = system.noise_m / unit_system(system.units).metres_per_length
+        units = unit_system(system.units)
+        noise = system.noise_m / units.metres_per_length
         parts.append(f" Every observed coordinate carries independent Gaussian noise with a "
-                     f"standard deviation of {noise:.4g} {unit_system(system.units).length}.")  # fmt: skip
+                     f"standard deviation of {noise:.4g} {units.length}.")  # fmt: skip
     else:
         parts.append(" Observed positions are exact (no noise).")
     return "".join(parts)
@@ -143,7 +144,8 @@ def build_prompt(system: System, question_text: str, mode: str, budget: int, per
     else:
         observation = (f"You can observe both stars' positions at times you choose: at most "
                        f"{per_call} times per observe call and {budget} observations in all. "
-                       f"Observed rows are added to {OBSERVATIONS_FILE} (columns {cols}).")  # fmt: skip
+                       f"Observed rows are added to {OBSERVATIONS_FILE} "
+                       f"(columns {cols}).")  # fmt: skip
         example = '{"name": "observe", "arguments": {"times": [0, 1.5, 3]}}'
     units = unit_system(system.units)
     return {

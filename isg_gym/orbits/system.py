@@ -44,6 +44,7 @@ MASS_RANGE_MSUN = (0.1, 20.0)
 SIZE_RANGE_AU = (0.05, 50.0)
 ALPHA_RANGE = (0.1, 0.5)  # |alpha|, either sign
 DRAG_RANGE = (2.0, 20.0)  # tau / window, log-uniform
+ECCENTRICITY_RANGES = {"newtonian": (0.0, 0.9), "drag": (0.0, 0.7), "modified": (0.2, 0.8)}
 
 
 class Model(BaseModel):
@@ -187,7 +188,7 @@ def build_system(seed: int, options: ObservationOptions | None = None) -> System
         e = float(rng.uniform(1.1, 3.0))
         q = size
     else:
-        e = float(rng.uniform(*{"newtonian": (0.0, 0.9), "drag": (0.0, 0.7)}.get(physics, (0.2, 0.8))))
+        e = float(rng.uniform(*ECCENTRICITY_RANGES[physics]))
         q = size * (1 - e)
     if physics == "drag":
         pass  # tau is set below from the window

@@ -90,7 +90,8 @@ class Facts:
             return math.sqrt(self.strength * (self.eccentricity - 1) / self.periastron)
         h = self.specific_angular_momentum
         v_peri = h / self.periastron
-        energy = v_peri**2 / 2 + kepler.power_law_potential(self.strength, self.alpha, self.periastron)
+        potential = kepler.power_law_potential(self.strength, self.alpha, self.periastron)
+        energy = v_peri**2 / 2 + potential
         return math.sqrt(2 * (energy - kepler.power_law_potential(self.strength, self.alpha, r)))
 
     def relative_acceleration(self, r: float) -> float:

@@ -3,9 +3,11 @@ line of apsides precesses."""
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from isg_gym.orbits.tasks.base import OrbitTask, register
-from isg_gym.orbits.tasks.reasons import DECAYING, UNBOUND, union
-from isg_gym.orbits.truth import Reason
+from isg_gym.orbits.tasks.reasons import DECAYING, UNBOUND, Undefined, union
+from isg_gym.orbits.truth import OrbitClass, Reason
 
 
 @register
@@ -13,7 +15,11 @@ class DragTimescale(OrbitTask):
     name = "drag_timescale"
     family = "anomalies"
     unit = "s"
-    undefined = {"bound": Reason.NO_DRAG, "unbound": Reason.NO_DRAG, "modified": Reason.NO_DRAG}
+    undefined: ClassVar[Undefined] = {
+        "bound": Reason.NO_DRAG,
+        "unbound": Reason.NO_DRAG,
+        "modified": Reason.NO_DRAG,
+    }
     templates = (
         "The stars may feel a linear drag, a = -v / tau, besides gravity. What is tau, in "
         "{unit}? If there is no drag, answer 'not possible'.",
@@ -29,7 +35,7 @@ class DragTimescale(OrbitTask):
 class GravityExponent(OrbitTask):
     name = "gravity_exponent"
     family = "anomalies"
-    undefined = {
+    undefined: ClassVar[Undefined] = {
         "bound": Reason.INVERSE_SQUARE,
         "unbound": Reason.INVERSE_SQUARE,
         "drag": Reason.INVERSE_SQUARE,
@@ -52,7 +58,7 @@ class ApsidalPrecession(OrbitTask):
     family = "anomalies"
     kind = "yes_no"
     undefined = union(UNBOUND, DECAYING)
-    answers = {"bound": False, "modified": True}
+    answers: ClassVar[dict[OrbitClass, bool]] = {"bound": False, "modified": True}
     templates = (
         "Does the orbit's line of apsides precess, i.e. does the direction of closest approach "
         "turn from one orbit to the next? Answer yes or no.",

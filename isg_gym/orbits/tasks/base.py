@@ -129,6 +129,7 @@ class OrbitTask:
             answer = self.answers[orbit] if self.kind == "yes_no" else self.value(ctx.facts, params)
             if self.kind == "number" and not (math.isfinite(answer) and answer != 0):
                 raise RuntimeError(f"{self.name} on system {ctx.system.seed}: gold {answer!r}")
+        threshold = thresholds.get(self.name, DEFAULT_THRESHOLD) if self.kind == "number" else 0.0
         return OrbitQuestion(
             id=f"{ctx.system.seed}.{self.name}.{ctx.index}",
             system=ctx.system.seed,
@@ -139,7 +140,7 @@ class OrbitTask:
             answer=answer,
             reason=None if reason is None else str(reason),
             unit=self.unit,
-            threshold=thresholds.get(self.name, DEFAULT_THRESHOLD) if self.kind == "number" else 0.0,
+            threshold=threshold,
             orbit=orbit,
             params=params,
         )

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from isg_gym.orbits.tasks.base import OrbitTask, register
 from isg_gym.orbits.tasks.reasons import DECAYING, UNKNOWN_STRENGTH, union
+from isg_gym.orbits.truth import OrbitClass
 
 
 @register
@@ -29,7 +32,7 @@ class IsBound(OrbitTask):
     family = "energy"
     kind = "yes_no"
     undefined = UNKNOWN_STRENGTH
-    answers = {"bound": True, "unbound": False, "drag": True}
+    answers: ClassVar[dict[OrbitClass, bool]] = {"bound": True, "unbound": False, "drag": True}
     templates = (
         "Is the binary gravitationally bound, i.e. is its orbital energy (kinetic in the "
         "centre-of-mass frame plus -G m1 m2 / r) negative? Answer yes or no.",
