@@ -29,7 +29,8 @@ import pandas as pd
 
 from isg_gym.eval.policies.orbits_fit import ABSTAIN, Model
 from isg_gym.orbits.observe import columns, observe, window_end
-from isg_gym.orbits.system import build_system
+from isg_gym.orbits.sampling import thresholds
+from isg_gym.orbits.system import ObservationOptions, build_system
 from isg_gym.orbits.tasks import TASKS
 from isg_gym.orbits.truth import facts
 from isg_gym.orbits.units import unit_system
@@ -67,13 +68,13 @@ def rung(error: float) -> float:
     return next((r for r in RUNGS if error <= r), RUNGS[-1])
 
 
-def expert_errors(systems: range, observations: int):
+def expert_errors(systems: range, observations: int, options: ObservationOptions):
     """Per task: relative errors on answerable numeric questions, and abstention mistakes."""
     errors: dict[str, list[float]] = defaultdict(list)
     mistakes: dict[str, int] = defaultdict(int)
     asked: dict[str, int] = defaultdict(int)
     for seed in systems:
-        system = build_system(seed)
+        system = build_system(seed, options)
         table = pd.DataFrame(observe(system, np.linspace(0, window_end(system), observations)),
                              columns=columns(system))  # fmt: skip
         units = unit_system(system.units)
@@ -103,13 +104,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--systems", default="1000-1599", help="training systems A-B")
     parser.add_argument("--observations", type=int, default=100)
     parser.add_argument("--percentile", type=float, default=80.0)
+    parser.add_argument("--projection-share", type=float, default=0.0,
+                        help="share of systems seen projected on the sky (not for --write)")
+    parser.add_argument("--noise-share", type=float, default=0.0,
+                        help="share of systems with position noise (not for --write)")
     parser.add_argument("--write", action="store_true", help="store the thresholds")
     args = parser.parse_args(argv)
     systems = _range(args.systems)
     if systems.start < 1000:
         parser.error("calibrate on training systems (>= 1000), not the evaluation range")
+    options = ObservationOptions(projection_share=args.projection_share,
+                                 noise_share=args.noise_share)  # fmt: skip
+    if args.write and options != ObservationOptions():
+        parser.error("--write calibrates the default (exact, unprojected) observations only")
     start = time.perf_counter()
-    errors, mistakes, asked = expert_errors(systems, args.observations)
+    errors, mistakes, asked = expert_errors(systems, args.observations, options)
     elapsed = time.perf_counter() - start
     rows = {}
     print(f"expert on {args.observations} uniform observations, systems {args.systems} "
@@ -135,6 +144,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {name} | {len(errs)} | {p50:.1e} | {pn:.1e} | {shown} | "
               f"{mistakes[name]}/{asked[name]} | {gb_task} | "
               f"{'-' if gb is None else f'{gb}%'} |")  # fmt: skip
+    stored = thresholds()
+    right = sum(asked.values()) - sum(mistakes.values())
+    right -= sum(sum(e > stored.get(name, 0.05) for e in errs) for name, errs in errors.items())
+    print(f"\nexpert accuracy over every (system, task, star) question with the stored "
+          f"thresholds: {right / sum(asked.values()):.1%} of {sum(asked.values())} "
+          f"(projection share {args.projection_share:g}, noise share {args.noise_share:g})")
     if args.write:
         data = {
             "method": f"smallest rung covering the expert's p{args.percentile:g} relative error "

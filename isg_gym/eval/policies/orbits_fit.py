@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.optimize import brentq
+from scipy.optimize import brentq, least_squares
 
 G = 6.674e-11
 ABSTAIN = "not possible"
@@ -182,6 +182,56 @@ class ForceFit:
         return float(np.median(h)), float(np.median(energy))
 
 
+def lift(r: np.ndarray, plane) -> np.ndarray:
+    """Sky-plane positions (x, y) lifted onto the plane ``z = p x + q y``."""
+    return np.column_stack([r, r @ np.asarray(plane, dtype=float)])
+
+
+def focus_misfit(r: np.ndarray, plane) -> np.ndarray:
+    """Misfit of ``|r| = p - e . r`` (a conic with star 1 at its focus) on the lifted
+    positions, relative to the orbit's size: zero at the true plane of a Kepler orbit."""
+    r3 = lift(r, plane)
+    dist = np.linalg.norm(r3, axis=1)
+    design = np.column_stack([np.ones_like(dist), -r3])
+    return (design @ lstsq(design, dist) - dist) / np.median(dist)
+
+
+def deproject(t: np.ndarray, r: np.ndarray, noise: float = 0.0) -> tuple[float, float]:
+    """The orbital plane ``z = p x + q y`` of a relative orbit seen projected on the sky.
+
+    Every force law here is central and keeps the plane, which passes through star 1, so the
+    projected acceleration is ``-f(|r|) (x, y) - (vx, vy) / tau`` with the unseen
+    ``|r| = |(x, y, p x + q y)|``. Gravity, drag and the power law are fitted with (p, q) to the
+    well-measured accelerations; the best fit's plane is returned (up to the mirror
+    ``z -> -z``, which changes none of the asked quantities)."""
+    v, a, err = local_derivatives(t, r)
+    finite = np.isfinite(err)
+    good = finite & (err < (1e-5 if noise == 0 else 1e-1))
+    if good.sum() < 12:
+        good = finite & (err <= np.sort(err[finite])[min(finite.sum() - 1, max(11, len(t) // 3))])
+    x, y = (r[good] / np.median(np.linalg.norm(r[good], axis=1))).T
+    vel = v[good] / np.median(np.linalg.norm(v[good], axis=1))
+    acc = a[good] / np.median(np.linalg.norm(a[good], axis=1))
+
+    def residuals(params: np.ndarray, kind: str) -> np.ndarray:
+        p, q, log_k = params[:3]
+        dist = np.sqrt(x * x + y * y + (p * x + q * y) ** 2)
+        power = 3 + (params[3] if kind == "modified" else 0.0)
+        model = -math.exp(log_k) * np.column_stack([x, y]) / dist[:, None] ** power
+        if kind == "drag":
+            model = model - params[3] * vel
+        return (model - acc).ravel()
+
+    best = (math.inf, 0.0, 0.0)
+    for kind in ("newtonian", "drag", "modified"):
+        for start in ((0.0, 0.0), (1.0, 0.0), (0.0, 1.0), (-1.0, 1.0), (2.0, 2.0)):
+            x0 = [*start, 0.0] + ([] if kind == "newtonian" else [0.0])
+            fit = least_squares(residuals, x0, args=(kind,), method="lm")
+            if fit.cost < best[0]:
+                best = (fit.cost, float(fit.x[0]), float(fit.x[1]))
+    return best[1], best[2]
+
+
 # --- the centre of mass ---------------------------------------------------------------------
 
 
@@ -213,9 +263,14 @@ class Model:
         x2 = table[[f"star2_{a}" for a in axes]].to_numpy(float)[order] * metres
         t = t[order]
         r = x2 - x1
-        self.conic = Conic(t, r)
         size = float(np.median(np.linalg.norm(r, axis=1)))
         tolerance = max(1e-6 * size, 4 * noise)
+        if r.shape[1] == 2:  # projected on the sky: recover the orbital plane first
+            plane = deproject(t, r, noise)
+            conic_plane = least_squares(lambda pq: focus_misfit(r, pq), plane, method="lm").x
+            self.conic = Conic(t, lift(r, conic_plane))
+            r = lift(r, conic_plane if self.conic.residual <= tolerance else plane)
+        self.conic = Conic(t, r)
         self.orbit = "bound" if self.conic.e < 1 else "unbound"
         self.tau = math.inf
         self.fit = None
@@ -224,7 +279,7 @@ class Model:
             self.orbit = self.fit.kind
             self.tau = self.fit.tau
         self.mu = self.fit.k if self.fit is not None else self.conic.mu
-        share = companion_share(t, x1, r, self.tau)
+        share = companion_share(t, x1, r[:, : x1.shape[1]], self.tau)  # observed axes only
         self.masses = ((1 - share) * self.mu / G, share * self.mu / G)
         self._turning_points()
 
