@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from isg_gym.envs.tool_env import SEED_LIMIT, ToolEnv
+from isg_gym.envs.tool_env import SEED_LIMIT, ToolEnv, score_info
 from isg_gym.orbits.grading import grade
 from isg_gym.orbits.observe import columns, full_table, observe, to_csv, window_end
 from isg_gym.orbits.prompt import (
@@ -324,14 +324,7 @@ class OrbitsEnv(ToolEnv):
             outcome = "wrong"
         info = {
             "outcome": outcome,
-            "score": {
-                "value": score.value,
-                "parsed": None if score.parsed is None else str(score.parsed),
-                "correct": score.correct,
-                "abstained": score.abstained,
-                "explanation": score.explanation,
-                "components": {"correctness": score.value},
-            },
+            "score": score_info(score, {"correctness": score.value}),
             "answer_text": text,
             "episode_metrics": self._episode_metrics(),
         }

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import math
 
-from isg_gym.orbits.tasks import ABSTAIN, OrbitQuestion
-from isg_gym.rewards import Score, is_abstention
+from isg_gym.orbits.tasks import OrbitQuestion
+from isg_gym.rewards import Score
 from isg_gym.rewards.normalise import parse_number, parse_yes_no
-from isg_gym.rewards.rubric import answer_text
+from isg_gym.rewards.rubric import grade_presence
 
 BOUNDARY_SLACK = 1e-9  # an answer exactly at the threshold is right despite float rounding
 
@@ -28,15 +28,9 @@ def relative_error(value: float, gold: float) -> float:
 
 def grade(question: OrbitQuestion, answer: object) -> Score:
     """Grade ``answer`` (raw reply, extracted string, bool or number) for ``question``."""
-    text = answer_text(answer)
-    if text is None:
-        return _score(False, None, False, "no answer (None, empty, NaN or infinite)")
-    if is_abstention(text):
-        if question.answerable:
-            return _score(False, ABSTAIN, True, "abstained on an answerable question")
-        return _score(True, ABSTAIN, True, f"correctly abstained ({question.reason})")
-    if not question.answerable:
-        return _score(False, text, False, f"answered an unanswerable question ({question.reason})")
+    text, verdict = grade_presence(question, answer)
+    if verdict is not None:
+        return verdict
     if question.answer_kind == "yes_no":
         parsed = answer if isinstance(answer, bool) else parse_yes_no(text)
         if parsed is None:
