@@ -76,13 +76,15 @@ def test_bad_seed_is_a_clear_error() -> None:
 
 
 def test_shares_of_physics_and_windows() -> None:
-    systems = [build_system(seed) for seed in range(2000)]
+    systems = [build_system(seed) for seed in range(1200)]
     classes = [orbit_class(s) for s in systems]
     share = {c: classes.count(c) / len(classes) for c in set(classes)}
-    assert share["bound"] == pytest.approx(0.608, abs=0.04)
+    assert share["bound"] == pytest.approx(0.608, abs=0.045)  # sd 0.014
     assert share["unbound"] == pytest.approx(0.152, abs=0.03)
-    assert share["drag"] == pytest.approx(0.12, abs=0.025)
-    assert share["modified"] == pytest.approx(0.12, abs=0.025)
+    assert share["drag"] == pytest.approx(0.12, abs=0.03)
+    assert share["modified"] == pytest.approx(0.12, abs=0.03)
+    alphas = [s.gravity_alpha for s in systems if s.gravity_alpha is not None]
+    assert 0.35 < sum(a > 0 for a in alphas) / len(alphas) < 0.65  # either sign, half each
     bound = [s for s in systems if s.bound]
     cycles = np.array([s.window_s / s.period_s() for s in bound])
     assert ((cycles > 0.35) & (cycles < 0.9)).mean() == pytest.approx(0.3, abs=0.05)
@@ -97,12 +99,6 @@ def test_shares_of_physics_and_windows() -> None:
         if s.physics == "drag":
             assert 2 <= s.drag_tau_s / s.window_s <= 20
         assert not s.projected and s.noise_m == 0.0  # off by default
-
-
-def test_alpha_signs_are_balanced() -> None:
-    alphas = [s.gravity_alpha for s in map(build_system, range(3000)) if s.gravity_alpha]
-    positive = sum(a > 0 for a in alphas) / len(alphas)
-    assert 0.4 < positive < 0.6
 
 
 def test_observation_options_change_only_the_observation_model() -> None:

@@ -52,14 +52,17 @@ def test_keep_probabilities_give_the_target_shares(task: str) -> None:
 
 def test_sampled_questions_are_balanced() -> None:
     counts: Counter = Counter()
-    for seed in range(1000, 1600):
+    for seed in range(1000, 1400):
         for q in iter_questions(build_system(seed), 3):
             counts[(q.type, q.stratum)] += 1
-    for name in TASKS:
+    total = sum(counts.values())
+    unanswerable = sum(v for (_, s), v in counts.items() if s == "unanswerable")
+    assert unanswerable / total == pytest.approx(0.25, abs=0.04)  # sd 0.013
+    for name in TASKS:  # per task: loose (the exact shares are checked above)
         n = sum(v for (t, _), v in counts.items() if t == name)
         if n < 40:
             continue
-        assert counts[(name, "unanswerable")] / n == pytest.approx(0.25, abs=0.12), name
+        assert counts[(name, "unanswerable")] / n == pytest.approx(0.25, abs=0.2), name
         if TASKS[name].kind == "yes_no":
             assert counts[(name, "yes")] == pytest.approx(counts[(name, "no")], rel=0.5)
 
@@ -68,7 +71,7 @@ def test_texts_tell_nothing_about_the_answer() -> None:
     """Every text is one of its task's templates filled with only the star and the unit (no
     value of the system), and answerable and unanswerable questions use the same ones."""
     texts: dict[tuple[str, bool], set[str]] = defaultdict(set)
-    for seed in range(300):
+    for seed in range(120):
         system = build_system(seed)
         for name, cls in TASKS.items():
             q = make_question(system, name, seed % 4)

@@ -9,8 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from isg_gym.orbits.observe import FULL_ROWS, columns, window_end
+from isg_gym.orbits.sampling import thresholds
 from isg_gym.orbits.system import System
 from isg_gym.orbits.tasks import ABSTAIN
+from isg_gym.orbits.tasks.base import DEFAULT_THRESHOLD
 from isg_gym.orbits.units import G_SI, unit_system
 from isg_gym.tools.schemas import FINAL_ANSWER, RUN_PYTHON_CODE, describe_tools, tool_schema
 
@@ -65,10 +67,18 @@ def tool_schemas(mode: str, per_call: int) -> list[dict[str, Any]]:
     return [observe_schema(per_call), *tools] if mode == "budget" else tools
 
 
+def _tolerance() -> str:
+    """The relative-error thresholds of the numeric tasks, as a phrase."""
+    values = sorted({v for v in thresholds().values() if v > 0} or {DEFAULT_THRESHOLD})
+    if len(values) == 1:
+        return f"{values[0]:.0%}"
+    return f"{values[0]:.0%} to {values[-1]:.0%}, depending on the quantity"
+
+
 CONVENTIONS = f"""\
 Conventions:
 - Answer in SI units (kg, m, s, J and their products) with G = {G_SI} m^3 kg^-1 s^-2; a \
-number is right when its relative error is within the question's tolerance (5% or more).
+number is right when its relative error is within {_tolerance()}.
 - "The orbit" is the relative orbit of star 2 around star 1; a separation is the distance \
 between the stars; the period is the time between successive closest approaches. Speeds, \
 momenta and kinetic energies of the stars are measured in the centre-of-mass frame (without \
