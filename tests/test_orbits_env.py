@@ -5,6 +5,7 @@ the real one)."""
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import pickle
@@ -16,13 +17,13 @@ import pandas as pd
 import pytest
 from env_fakes import FakeResult
 from gymnasium.utils.env_checker import check_env
+from orbits_support import require_rebound
 
 import isg_gym  # noqa: F401  (registers the envs)
 from isg_gym.envs.registry import get_env
 from isg_gym.orbits.observe import FULL_ROWS, observe, window_end
 from isg_gym.orbits.sampling import QUESTION_VERSION, question_from_id
 from isg_gym.orbits.system import build_system
-from tests.orbits_support import require_rebound
 
 QID = "4.period.0"  # system 4: Newtonian, bound, answerable
 
@@ -139,7 +140,7 @@ def test_the_sandbox_sees_each_snapshot_whole() -> None:
     times = [0.0, end / 7, end / 2]
     _observe(env, times)
     obs, _, _, _, info = env.step(run)
-    table = pd.read_csv(pd.io.common.StringIO(info["tool_results"][0]["output"].split("\n", 2)[2]))
+    table = pd.read_csv(io.StringIO(info["tool_results"][0]["output"].split("\n", 2)[2]))
     want = observe(env._system, times)
     assert np.allclose(table.to_numpy(), want, rtol=1e-14, atol=0)
     assert sandbox.dirs[-1] != first and not os.path.exists(first)  # a fresh snapshot

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from orbits_support import require_rebound
 
 from isg_gym.eval.policies.baselines import AbstainPolicy
 from isg_gym.eval.policies.orbits import OrbitsExpertPolicy, OrbitsRandomPolicy
@@ -16,7 +17,6 @@ from isg_gym.eval.records import RECORDS_FILE, read_records
 from isg_gym.eval.runner import evaluate
 from isg_gym.orbits.splits import resolve_split
 from isg_gym.tools.sandbox import bwrap_available
-from tests.orbits_support import require_rebound
 
 ENV = "ISG-Orbits-v0"
 # Every orbit class and both answerabilities: 4 bound, 8 unbound, 1 drag, 11 modified.

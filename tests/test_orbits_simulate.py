@@ -7,10 +7,10 @@ import math
 
 import numpy as np
 import pytest
+from orbits_support import require_rebound
 
 from isg_gym.orbits import kepler
 from isg_gym.orbits.system import build_system
-from tests.orbits_support import require_rebound
 
 # Interpolated positions agree with a direct integration to this fraction of the orbit's size.
 INTERPOLATION_TOLERANCE = 5e-8

@@ -11,6 +11,7 @@ import sys
 
 import numpy as np
 import pytest
+from orbits_support import require_rebound
 
 from isg_gym.orbits.system import (
     SYSTEM_VERSION,
@@ -19,7 +20,6 @@ from isg_gym.orbits.system import (
     build_system,
 )
 from isg_gym.orbits.truth import orbit_class
-from tests.orbits_support import require_rebound
 
 # Golden parameters (SYSTEM_VERSION 1): exact, since they are plain float arithmetic on
 # derive() draws; bump SYSTEM_VERSION and these when the draws change.

@@ -18,6 +18,7 @@ from functools import cache
 
 import numpy as np
 import pytest
+from orbits_support import require_rebound
 from scipy.optimize import brentq, minimize_scalar
 
 from isg_gym.orbits.grading import grade
@@ -26,7 +27,6 @@ from isg_gym.orbits.system import System, build_system
 from isg_gym.orbits.tasks import TASKS, format_answer
 from isg_gym.orbits.truth import eggleton, orbit_class
 from isg_gym.orbits.units import G_SI
-from tests.orbits_support import require_rebound
 
 TOLERANCE = 2e-5  # relative: measured on the trajectory vs closed-form gold
 WANTED = {"bound-long": 6, "bound-short": 3, "unbound": 4, "drag": 4, "modified-long": 4,
