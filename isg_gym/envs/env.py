@@ -13,7 +13,7 @@ import scipy.stats  # noqa: F401
 
 from isg_gym.dataset import ANSWER_INSTRUCTIONS
 from isg_gym.envs import materialize
-from isg_gym.envs.tool_env import SEED_LIMIT, ToolEnv, ToolHandler
+from isg_gym.envs.tool_env import SEED_LIMIT, ToolEnv, ToolHandler, score_info
 from isg_gym.qa import QUESTION_TYPES, Question, format_answer, question_at, question_from_id
 from isg_gym.qa.conventions import CONVENTIONS
 from isg_gym.qa.sampling import DEFAULT_UNANSWERABLE_RATIO, parse_question_id
@@ -396,18 +396,7 @@ class ISGEnv(ToolEnv):
             outcome = "format_error"
         else:
             outcome = "wrong"
-        info = {
-            "outcome": outcome,
-            "score": {
-                "value": score.value,
-                "parsed": None if score.parsed is None else str(score.parsed),
-                "correct": score.correct,
-                "abstained": score.abstained,
-                "explanation": score.explanation,
-                "components": components,
-            },
-            "answer_text": text,
-        }
+        info = {"outcome": outcome, "score": score_info(score, components), "answer_text": text}
         return float(total), info
 
     def _close(self) -> None:
