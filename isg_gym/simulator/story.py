@@ -1,6 +1,17 @@
-"""Story text of a procedural Spec: title, multi-paragraph description, 150-250 word abstract."""
+"""Story text of a procedural Spec: title, multi-paragraph description, 150-250 word abstract.
+
+A title is a head, optionally followed by ": " and a subtitle. Heads are the archetype's own
+title patterns or, for an archetype adapted to a subdomain, also the composed heads of
+``_common.json`` ("<focus> in <topic> under varying <condition>", ...) filled from the
+subdomain's topics and methods, the repository's focus (a dependent variable), its factor (an
+input of the focus's expression; heads naming it are used only when that input is live) and
+one of its path conditions.
+"""
 
 from __future__ import annotations
+
+import re
+from typing import NamedTuple
 
 import numpy as np
 
@@ -24,7 +35,23 @@ _SMALL = {
     "the",
     "to",
     "vs",
+    "via",
+    "van",
+    "der",
+    "von",
 }
+SUBTITLE_SHARE = 0.6
+SUBTITLE_MAX_HEAD_WORDS = 10  # longer heads stand alone
+_TITLE_SLOTS = re.compile(r"\{([a-z0-9]+)\}")
+
+
+class Focus(NamedTuple):
+    """What the story is about: a factor (input label), a focus (dependent label), and whether
+    the factor is a live term of the focus's expression (else the story claims no relation)."""
+
+    factor: str
+    focus: str
+    linked: bool
 
 
 def title_case(text: str) -> str:
@@ -55,11 +82,39 @@ def _sentence(text: str) -> str:
     return text if text.endswith((".", "!", "?")) else text + "."
 
 
+def _draw(rng: np.random.Generator, items: list[str], k: int) -> list[str]:
+    """``k`` distinct items in random order (repeated if there are fewer)."""
+    order = [items[int(i)] for i in rng.permutation(len(items))]
+    return (order * k)[:k]
+
+
+def _compose_title(
+    arch: Archetype, triple: TaxonomyTriple, focus: Focus, words: dict[str, str],
+    rng: np.random.Generator,
+) -> str:  # fmt: skip
+    """A head (the archetype's patterns, and the composed heads where the archetype has a
+    subdomain vocabulary), with a subtitle for a share of composed heads."""
+    common = load_common()
+    usable = (lambda t: focus.linked or "{factor}" not in t)  # noqa: E731
+    composed = [h for h in common["title_heads"] if usable(h)] if arch.topics else []
+    heads = list(arch.titles) + composed
+    pick = int(rng.integers(len(heads)))
+    if pick < len(arch.titles):
+        return _fill(heads[pick], triple, focus.factor, focus.focus, title=True)
+    slots = {k: title_case(v) for k, v in words.items()}
+    title = heads[pick].format(**slots)
+    if rng.random() < SUBTITLE_SHARE and len(title.split()) <= SUBTITLE_MAX_HEAD_WORDS:
+        used = set(_TITLE_SLOTS.findall(heads[pick]))
+        subtitles = [t for t in common["title_subtitles"]
+                     if usable(t) and not set(_TITLE_SLOTS.findall(t)) & used]  # fmt: skip
+        title += ": " + subtitles[int(rng.integers(len(subtitles)))].format(**slots)
+    return title[:1].upper() + title[1:]
+
+
 def write_story(
     arch: Archetype,
     triple: TaxonomyTriple,
-    factor: str,
-    focus: str,
+    focus: Focus,
     path_vars: list[PathVariable],
     columns: list[Column],
     unrecorded_confounders: list[VariableInfo],
@@ -67,11 +122,22 @@ def write_story(
     rng: np.random.Generator,
 ) -> Story:
     """Compose the story from the archetype's text and the variables actually in the Spec."""
-    title = _fill(arch.titles[rng.integers(len(arch.titles))], triple, factor, focus, title=True)
-    setting = _sentence(_fill(arch.setting, triple, factor, focus))
-    goal = _sentence(_fill(arch.goal, triple, factor, focus))
-    hypothesis = _sentence(_fill(arch.hypothesis, triple, factor, focus))
+    factor = focus.factor
     conditions = [p for p in path_vars if p.kind in ("numeric", "categorical")]
+    words = {"subdomain": triple.subdomain, "factor": factor, "focus": focus.focus}
+    if arch.topics:
+        topic, topic2 = _draw(rng, arch.topics, 2)
+        method, method2 = _draw(rng, arch.methods, 2)
+        others = [p.label for p in conditions if p.label != factor] or [conditions[0].label]
+        words |= {"topic": topic, "topic2": topic2, "method": method, "method2": method2,
+                  "condition": others[int(rng.integers(len(others)))]}  # fmt: skip
+    title = _compose_title(arch, triple, focus, words, rng)
+    setting = _sentence(_fill(arch.setting, triple, factor, focus.focus))
+    if arch.topics:
+        sentences = load_common()["topic_sentences"]
+        setting += " " + sentences[int(rng.integers(len(sentences)))].format(**words)
+    goal = _sentence(_fill(arch.goal, triple, factor, focus.focus))
+    hypothesis = _sentence(_fill(arch.hypothesis, triple, factor, focus.focus))
     measured = [c for c in columns if c.role in ("categorical", "integer", "continuous")]
     outcomes = [c for c in columns if c.role == "dependent"]
     file_unit, row_unit = arch.file_unit, arch.row_unit
