@@ -6,9 +6,10 @@ goals on a 2-core machine: spec build p50 <= 2 ms; a 300-row csv generated and s
 
 ``python benchmarks/simulator.py --diversity 3000`` prints instead how diverse the first N
 repositories are: distinct titles (count and share, and the share of repositories whose title
-another repository shares), archetypes used, subdomains reachable by construction (those the
-builder can build: every subdomain has an archetype, and the taxonomy draw gives each a positive
-probability) and reached, distinct recorded variable names (columns and path variables), then
+another repository shares), archetypes used (subdomain-specialised archetypes, and the base
+archetypes they adapt), subdomains reachable by construction (those with at least one archetype;
+the taxonomy draw gives every subdomain a positive probability), how many have their own
+vocabulary, subdomains reached, distinct recorded variable names (columns and path variables), then
 the spec build time over the same seeds.
 """
 
@@ -28,6 +29,13 @@ from isg_gym.simulator import procedural
 from isg_gym.simulator.lexicon import load_lexicon
 from isg_gym.simulator.taxonomy import load_taxonomy
 from isg_gym.spec.models import FILE_FORMATS, SPEC_VERSION
+
+try:  # spec v3: archetypes chosen per subdomain (absent on spec v2, for the "before" figures)
+    from isg_gym.simulator.lexicon import load_subdomains, subdomain_archetypes
+
+    SPECIALISED = True
+except ImportError:
+    SPECIALISED = False
 
 
 @dataclass
@@ -67,17 +75,22 @@ def three_hundred_row_files(count: int) -> list[tuple[TableGenerator, str, dict]
     return found
 
 
-def reachable_subdomains() -> tuple[int, int]:
-    """(subdomains with at least one archetype, subdomains in the taxonomy)."""
+def reachable_subdomains() -> tuple[int, int, int]:
+    """(subdomains with at least one archetype, those with their own vocabulary, all)."""
     taxonomy = load_taxonomy()
-    total = reachable = 0
+    total = reachable = own = 0
     for field, domains in taxonomy.items():
+        vocabulary = load_subdomains(field).domains if SPECIALISED else {}
         archetypes = load_lexicon(field).archetypes
         for domain, subdomains in domains.items():
-            total += len(subdomains)
-            if any(domain in a.domains for a in archetypes):
-                reachable += len(subdomains)
-    return reachable, total
+            for sub in subdomains:
+                total += 1
+                own += sub in vocabulary.get(domain, {})
+                if SPECIALISED:
+                    reachable += bool(subdomain_archetypes(field, domain, sub))
+                else:  # spec v2: archetypes matched by domain
+                    reachable += any(domain in a.domains for a in archetypes)
+    return reachable, own, total
 
 
 def diversity(n: int) -> None:
@@ -85,14 +98,17 @@ def diversity(n: int) -> None:
     titles = Counter(s.story.title for s in specs)
     shared = sum(c for c in titles.values() if c > 1)
     triples = {(s.taxonomy.field, s.taxonomy.domain, s.taxonomy.subdomain) for s in specs}
+    archetypes = {s.archetype for s in specs}
     columns = {c.name for s in specs for c in s.columns}
     names = columns | {p.name for s in specs for p in s.path_variables}
-    reachable, total = reachable_subdomains()
+    reachable, own, total = reachable_subdomains()
     print(f"diversity over {n} repositories (seeds 0-{n - 1}), spec version {SPEC_VERSION}")
     print(f"  distinct titles:                  {len(titles)} ({len(titles) / n:.1%})")
     print(f"  repositories sharing their title: {shared} ({shared / n:.1%})")
-    print(f"  archetypes used:                  {len({s.archetype for s in specs})}")
-    print(f"  subdomains reachable:             {reachable} of {total}")
+    print(f"  archetypes used:                  {len(archetypes)} "
+          f"({len({a.split('/')[0] for a in archetypes})} base archetypes)")  # fmt: skip
+    print(f"  subdomains reachable:             {reachable} of {total} "
+          f"({own} with their own vocabulary)")  # fmt: skip
     print(f"  subdomains reached:               {len(triples)} of {total}")
     print(f"  distinct recorded variable names: {len(names)} ({len(columns)} as columns)")
     print(f"spec build over {n} seeds:       {percentiles(bench_specs(n))}")

@@ -41,6 +41,7 @@ _SMALL = {
     "von",
 }
 SUBTITLE_SHARE = 0.6
+ARCHETYPE_TITLE_SHARE = 0.2  # heads from the archetype's own patterns, where it has topics
 SUBTITLE_MAX_HEAD_WORDS = 10  # longer heads stand alone
 _TITLE_SLOTS = re.compile(r"\{([a-z0-9]+)\}")
 
@@ -55,11 +56,23 @@ class Focus(NamedTuple):
 
 
 def title_case(text: str) -> str:
+    """Capitalise words but small words, words with capitals, and a unit after a number."""
     words = text.split()
-    return " ".join(
-        w if (w.lower() in _SMALL and i) or any(c.isupper() for c in w) else w[:1].upper() + w[1:]
-        for i, w in enumerate(words)
-    )
+    out = []
+    for i, w in enumerate(words):
+        keep = (i and (w.lower() in _SMALL or _is_number(words[i - 1]))) or any(
+            c.isupper() for c in w
+        )
+        out.append(w if keep else w[:1].upper() + w[1:])
+    return " ".join(out)
+
+
+def _is_number(word: str) -> bool:
+    try:
+        float(word)
+    except ValueError:
+        return False
+    return True
 
 
 def _fill(text: str, triple: TaxonomyTriple, factor: str, focus: str, title: bool = False) -> str:
@@ -92,22 +105,26 @@ def _compose_title(
     arch: Archetype, triple: TaxonomyTriple, focus: Focus, words: dict[str, str],
     rng: np.random.Generator,
 ) -> str:  # fmt: skip
-    """A head (the archetype's patterns, and the composed heads where the archetype has a
-    subdomain vocabulary), with a subtitle for a share of composed heads."""
+    """A head (one of the archetype's own patterns, or for an archetype with a subdomain
+    vocabulary one of the composed heads, ARCHETYPE_TITLE_SHARE of them the archetype's), and
+    for a share of short heads without a colon a subtitle of slots the head does not use."""
     common = load_common()
     usable = (lambda t: focus.linked or "{factor}" not in t)  # noqa: E731
-    composed = [h for h in common["title_heads"] if usable(h)] if arch.topics else []
-    heads = list(arch.titles) + composed
-    pick = int(rng.integers(len(heads)))
-    if pick < len(arch.titles):
-        return _fill(heads[pick], triple, focus.factor, focus.focus, title=True)
-    slots = {k: title_case(v) for k, v in words.items()}
-    title = heads[pick].format(**slots)
-    if rng.random() < SUBTITLE_SHARE and len(title.split()) <= SUBTITLE_MAX_HEAD_WORDS:
-        used = set(_TITLE_SLOTS.findall(heads[pick]))
+    own = rng.random() < ARCHETYPE_TITLE_SHARE or not arch.topics
+    if own:
+        pattern = arch.titles[int(rng.integers(len(arch.titles)))]
+        title = _fill(pattern, triple, focus.factor, focus.focus, title=True)
+    else:
+        heads = [h for h in common["title_heads"] if usable(h)]
+        pattern = heads[int(rng.integers(len(heads)))]
+        title = pattern.format(**{k: title_case(v) for k, v in words.items()})
+    if (arch.topics and rng.random() < SUBTITLE_SHARE and not set(":?") & set(title)
+            and len(title.split()) <= SUBTITLE_MAX_HEAD_WORDS):  # fmt: skip
+        used = set(_TITLE_SLOTS.findall(pattern))
         subtitles = [t for t in common["title_subtitles"]
                      if usable(t) and not set(_TITLE_SLOTS.findall(t)) & used]  # fmt: skip
-        title += ": " + subtitles[int(rng.integers(len(subtitles)))].format(**slots)
+        subtitle = subtitles[int(rng.integers(len(subtitles)))]
+        title += ": " + subtitle.format(**{k: title_case(v) for k, v in words.items()})
     return title[:1].upper() + title[1:]
 
 
