@@ -34,7 +34,12 @@ def test_documented_example_archetype_is_valid():
 
 def test_every_subdomain_is_served_with_its_own_vocabulary():
     """All 780 subdomains have archetypes, each adapted to the subdomain's vocabulary."""
-    from isg_gym.simulator.lexicon import load_subdomains, subdomain_archetypes, subdomain_slug
+    from isg_gym.simulator.lexicon import (
+        Archetype,
+        load_subdomains,
+        subdomain_archetypes,
+        subdomain_slug,
+    )
 
     served = 0
     for field, domains in load_taxonomy().items():
@@ -49,6 +54,8 @@ def test_every_subdomain_is_served_with_its_own_vocabulary():
                     assert arch.topics == own.topics and arch.methods == own.methods
                     names = {v.name for v in arch.independent}
                     assert {v.name for v in own.variables} <= names
+                    # built as a copy: it passes the full validation of an archetype too
+                    assert Archetype.model_validate(arch.model_dump()) == arch
                 served += 1
     assert served == 780
 

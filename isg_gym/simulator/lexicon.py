@@ -334,19 +334,25 @@ def subdomain_slug(subdomain: str) -> str:
 
 def _specialise(arch: Archetype, subdomain: str, vocab: SubdomainVocabulary) -> Archetype:
     """``arch`` adapted to a subdomain: its id ``<archetype>/<subdomain slug>``, the subdomain's
-    topics and methods, and its covariates appended to the independent variables (validated)."""
-    builder_names = {"researcher", "collection_date", f"{arch.sequence_name}_number"[:31]}
-    if clash := sorted(builder_names & {v.name for v in vocab.variables}):
-        raise ValueError(f"subdomain {subdomain!r}: {clash} are names of the builder's own path "
-                         f"variables in archetype {arch.id}")  # fmt: skip
-    data = arch.model_dump()
-    data["independent"] += [v.model_dump() for v in vocab.variables]
-    data.update(id=f"{arch.id}/{subdomain_slug(subdomain)}", topics=vocab.topics,
-                methods=vocab.methods)  # fmt: skip
-    try:
-        return Archetype.model_validate(data)
-    except ValueError as err:
-        raise ValueError(f"archetype {arch.id} in subdomain {subdomain!r}: {err}") from None
+    topics and methods, and its covariates appended to the independent variables. The parts are
+    validated models already, so only the one new constraint is checked: no covariate may share a
+    name with a variable of the archetype or of the builder (a copy, not a re-validation, keeps
+    the first build of a field fast)."""
+    names = {arch.identifier.name, arch.timestamp.name, "researcher", "collection_date",
+             f"{arch.sequence_name}_number"[:31]}  # fmt: skip
+    for group in (arch.path_variables, arch.independent, arch.dependent, arch.confounders,
+                  arch.planned):  # fmt: skip
+        names |= {v.name for v in group}
+    covariates = [v.name for v in vocab.variables]
+    if clash := sorted(names.intersection(covariates)):
+        raise ValueError(f"archetype {arch.id} in subdomain {subdomain!r}: duplicate variable "
+                         f"names {clash}")  # fmt: skip
+    if len(set(covariates)) != len(covariates):
+        raise ValueError(f"subdomain {subdomain!r}: duplicate covariate names {covariates}")
+    return arch.model_copy(update={
+        "id": f"{arch.id}/{subdomain_slug(subdomain)}", "topics": list(vocab.topics),
+        "methods": list(vocab.methods), "independent": [*arch.independent, *vocab.variables],
+    })  # fmt: skip
 
 
 @cache
@@ -355,7 +361,7 @@ def load_subdomains(field: str) -> FieldSubdomains:
     path = resources.files("isg_gym.data.lexicon").joinpath(f"{field}.subdomains.json")
     if not path.is_file():
         return FieldSubdomains(field=field, domains={})
-    return FieldSubdomains.model_validate(json.loads(path.read_text("utf-8")))
+    return FieldSubdomains.model_validate_json(path.read_text("utf-8"))
 
 
 @cache

@@ -117,15 +117,19 @@ def _compose_title(
     else:
         heads = [h for h in common["title_heads"] if usable(h)]
         pattern = heads[int(rng.integers(len(heads)))]
-        title = pattern.format(**{k: title_case(v) for k, v in words.items()})
+        title = _format_title(pattern, words)
     if (arch.topics and rng.random() < SUBTITLE_SHARE and not set(":?") & set(title)
             and len(title.split()) <= SUBTITLE_MAX_HEAD_WORDS):  # fmt: skip
         used = set(_TITLE_SLOTS.findall(pattern))
         subtitles = [t for t in common["title_subtitles"]
                      if usable(t) and not set(_TITLE_SLOTS.findall(t)) & used]  # fmt: skip
         subtitle = subtitles[int(rng.integers(len(subtitles)))]
-        title += ": " + subtitle.format(**{k: title_case(v) for k, v in words.items()})
+        title += ": " + _format_title(subtitle, words)
     return title[:1].upper() + title[1:]
+
+
+def _format_title(pattern: str, words: dict[str, str]) -> str:
+    return pattern.format(**{k: title_case(words[k]) for k in _TITLE_SLOTS.findall(pattern)})
 
 
 def write_story(
