@@ -1,11 +1,12 @@
 """Story text of a procedural Spec: title, multi-paragraph description, 150-250 word abstract.
 
 A title is a head, optionally followed by ": " and a subtitle. Heads are the archetype's own
-title patterns or, for an archetype adapted to a subdomain, also the composed heads of
-``_common.json`` ("<focus> in <topic> under varying <condition>", ...) filled from the
+title patterns or, for an archetype adapted to a subdomain, mostly the composed heads of
+``_common.json`` ("<topic>: <focus> under Varying <condition>", ...) filled from the
 subdomain's topics and methods, the repository's focus (a dependent variable), its factor (an
 input of the focus's expression; heads naming it are used only when that input is live) and
-one of its path conditions.
+one of its path conditions. The description and abstract add one sentence saying which of the
+subdomain's topics the data inform and which of its methods they draw on.
 """
 
 from __future__ import annotations
