@@ -346,6 +346,14 @@ def _researcher_format(values: list[str]) -> str | None:
     return None
 
 
+def _archetype_path_variables(repo: Repository) -> list:
+    """The path variables of the repository's archetype (none for a Spec of another builder)."""
+    from isg_gym.simulator.lexicon import spec_archetype
+
+    arch = spec_archetype(repo.spec)
+    return arch.path_variables if arch is not None else []
+
+
 def absent_path_tokens(repo: Repository, var: PathVariable) -> list[str]:
     """Values of ``var`` inside the range of present values that no file has, rendered as the
     repository renders the variable."""
@@ -359,16 +367,8 @@ def absent_path_tokens(repo: Repository, var: PathVariable) -> list[str]:
                    if i not in have]  # fmt: skip
         else:
             decimals = max((len(t.split(".")[1]) if "." in t else 0) for t in present)
-            pool = set()
-            try:
-                from isg_gym.simulator.lexicon import load_lexicon
-
-                arch = next(a for a in load_lexicon(repo.spec.taxonomy.field).archetypes
-                            if a.id == repo.spec.archetype)  # fmt: skip
-                pool = {float(v) for p in arch.path_variables if p.name == var.name
-                        for v in p.values}  # fmt: skip
-            except (StopIteration, FileNotFoundError, ValueError):
-                pool = set()
+            pool = {float(v) for p in _archetype_path_variables(repo) if p.name == var.name
+                    for v in p.values}  # fmt: skip
             pool |= {round((a + b) / 2, decimals) for a, b in itertools.pairwise(xs)}
             for x in sorted(pool):
                 token = np.format_float_positional(x, trim="-")
@@ -398,14 +398,8 @@ def absent_path_tokens(repo: Repository, var: PathVariable) -> list[str]:
                     if token.lower() not in used and not any(last.lower() in u for u in used):
                         out.append(token)
     else:
-        try:
-            from isg_gym.simulator.lexicon import load_lexicon
-
-            arch = next(a for a in load_lexicon(repo.spec.taxonomy.field).archetypes
-                        if a.id == repo.spec.archetype)  # fmt: skip
-            pool = [str(v) for p in arch.path_variables if p.name == var.name for v in p.values]
-        except (StopIteration, FileNotFoundError):
-            pool = []
+        pool = [str(v) for p in _archetype_path_variables(repo) if p.name == var.name
+                for v in p.values]  # fmt: skip
         out = [v for v in pool if v not in present]
     if var.kind in ("categorical", "researcher"):  # declared values no file has
         out += [t for t in rendered_values(repo, var) if t not in present and t not in out]
