@@ -13,7 +13,7 @@ import json
 import time
 
 import pytest
-from test_eval_llamacpp import _smollm2
+from real_llamacpp import require_llama_cpp, smollm2_path
 
 from isg_gym.qa import generate_questions
 from isg_gym.repository import Repository
@@ -30,7 +30,8 @@ MAX_TOKENS = 700  # per reply: the small profile's design reply is the longest (
 def test_smollm2_builds_a_valid_spec_under_a_json_schema_grammar(tmp_path) -> None:
     from isg_gym.eval.backends.llamacpp import LlamaCppBackend
 
-    model = _smollm2()  # skipped locally (a failure under CI) without llama.cpp or the model
+    require_llama_cpp()  # skipped locally (a failure under CI) without llama.cpp or the model
+    model = smollm2_path()
     backend = LlamaCppBackend(model, max_tokens=MAX_TOKENS, temperature=0.0, n_threads=1)
     ask = backend_ask(backend)
     assert ask.structured  # the backend takes response_format: grammar-constrained replies

@@ -36,10 +36,10 @@ from isg_gym.simulator.llm import LLMBuilder, backend_ask
 from isg_gym.simulator.procedural import build_spec
 
 COMMITTED = Path(__file__).parent / "data" / "llm_specs"
-GOLDEN = {  # isg materialize SEED DIR --specs tests/data/llm_specs (spec v2)
-    0: "39f45750d8848e20753f3b742cff99afb7db839619c0aa5e95d0a3b2ceb4a313",
-    1: "c80995847ebf16f353a865decf8658f61116f7df916b118218985e4607c27031",
-    2: "6b66974120eac479ac7c9e52956549168fd5e170970de72651a60a66dca85594",
+GOLDEN = {  # isg materialize SEED DIR --specs tests/data/llm_specs (spec v3)
+    0: "b20c268cac84dfbd52ff084dc6d39b5762febaa0680cf141b5fdb27f969b5012",
+    1: "bb6ed9b765a4382a4ee3b7bd29ff3391a55cb02880dd0d9ea6d4e5726ec44117",
+    2: "d00d205492a3b0c35d9c4b617a5884a6f44cb55179d9d3c738f0427464aea9a6",
 }
 
 

@@ -129,7 +129,11 @@ def _model_arguments(s: argparse.ArgumentParser, scripted: bool = True) -> None:
 
 
 def make_backend(args: argparse.Namespace, concurrency: int = 8) -> Any:
-    """The :class:`~isg_gym.eval.backends.ChatBackend` the arguments name."""
+    """The :class:`~isg_gym.eval.backends.ChatBackend` the arguments name (options another
+    command does not define take their defaults)."""
+    option = {"text_tools": False, "tool_choice": None, "n_ctx": 4096, "threads": None,
+              "chat_format": None}  # fmt: skip
+    args = argparse.Namespace(**{**option, **vars(args)})
     if args.backend == "openai":
         from isg_gym.eval.backends.openai_compat import OpenAIBackend
 
