@@ -41,7 +41,9 @@ from isg_gym.eval.records import (
 
 RUN_FILE = "run.json"
 PUBLIC_INFO = ("question_id", "repository", "type", "family", "step", "tools", "prompt")
-_RESUME_KEYS = ("env", "question_version", "backend", "model", "split", "env_kwargs")
+_RESUME_KEYS = (
+    "env", "question_version", "data_version", "backend", "model", "split", "env_kwargs"
+)
 
 
 def evaluate(
@@ -87,6 +89,7 @@ def evaluate(
         "concurrency": concurrency,
         "env_kwargs": env_kwargs,
         "question_version": entry.question_version,
+        "data_version": entry.data_version,
         **(run_info or {}),
     }
     done = _prepare(out, run, resume)
