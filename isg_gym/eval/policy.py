@@ -109,6 +109,10 @@ class Policy:
     name: str = "policy"
     model: str = ""
     privileged: bool = False
+    # Under ``evaluate(ray=...)``: False ships the policy to the Ray actors, which play whole
+    # episodes (scripted baselines); True keeps it on the driver, stepping envs in the actors
+    # (a model behind a server or on the driver's GPU).
+    on_driver: bool = False
 
     def begin(self, episode: EpisodeState) -> None:
         """Start an episode: the transcript opens with the env's system and user prompt."""
@@ -185,6 +189,8 @@ class ChatPolicy(StepPolicy):
     come back; otherwise (small local models) the model writes Hermes ``<tool_call>`` blocks as
     text, which the env parses.
     """
+
+    on_driver = True  # one batched model call per round for the episodes of every actor
 
     def __init__(self, backend: ChatBackend, native_tools: bool = True) -> None:
         self.backend = backend
