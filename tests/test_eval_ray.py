@@ -117,13 +117,13 @@ def test_oracle_through_cli_ray_matches_the_local_runner(
 ) -> None:
     out = tmp_path / "ray"
     argv = ["eval", "--backend", "scripted", "--model", "oracle", "--split", "repos:0-6",
-            "--episodes", "3", "--out", str(out), "--max-steps", "4", "--sandbox", SANDBOX,
+            "--episodes", "2", "--out", str(out), "--max-steps", "4", "--sandbox", SANDBOX,
             "--no-progress", "--ray", "--ray-actors", "1",
             "--ray-actor-concurrency", "2"]  # fmt: skip
     assert main(argv) == 0
-    local = local_oracle(3)
+    local = local_oracle(2)
     remote = _by_key(out)
-    assert remote == local and len(remote) == 3
+    assert remote == local and len(remote) == 2
     assert all(r["outcome"] == "correct" for r in remote.values())
     run = json.loads((out / "run.json").read_text())
     assert run["ray"]["actors"] == 1 and run["concurrency"] == 2
@@ -235,6 +235,37 @@ def test_killed_actor_then_resume_keeps_every_finished_episode_and_repeats_none(
         (r["index"], r["question_id"]) for r in failed
     }  # only the lost episodes ran again: no finished one is repeated
     assert not finished & {(r["index"], r["question_id"]) for r in retried}
+    assert _by_key(out) == local_oracle()
+
+
+@pytest.mark.slow
+def test_killed_driver_then_resume_keeps_every_finished_episode_and_repeats_none(
+    ray_session, local_oracle: Any, tmp_path: Path
+) -> None:
+    """A driver process (``isg eval --ray HOST:PORT``, joining this module's Ray instance by
+    its address) is killed after two records; ``--resume`` completes the run."""
+    out = tmp_path / "run"
+    address = ray_session.get_runtime_context().gcs_address
+    argv = [sys.executable, "-m", "isg_gym.cli", "eval", "--backend", "scripted", "--model",
+            "oracle", "--split", "repos:0-6", "--out", str(out), "--max-steps", "4",
+            "--sandbox", SANDBOX, "--no-progress", "--ray", address, "--ray-actors", "1",
+            "--ray-actor-concurrency", "1"]  # fmt: skip
+    driver = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 240
+        while len(read_records(out / RECORDS_FILE)) < 2 and driver.poll() is None:
+            assert time.monotonic() < deadline, "the driver wrote no two records in 240 s"
+            time.sleep(0.2)
+    finally:
+        driver.kill()
+        _, stderr = driver.communicate()
+    first = read_records(out / RECORDS_FILE)
+    assert driver.returncode == -9, stderr.decode()[-2000:]  # killed, not finished
+    assert 2 <= len(first) < len(IDS) and not any(is_infra_failure(r) for r in first)
+    evaluate(OraclePolicy(), "repos:0-6", out, env_kwargs=ENV_KWARGS, report=False,
+             resume=True, ray=True, ray_actors=1, ray_actor_concurrency=2)  # fmt: skip
+    records = read_records(out / RECORDS_FILE)
+    assert records[: len(first)] == first and len(records) == len(IDS)  # none repeated
     assert _by_key(out) == local_oracle()
 
 
