@@ -270,37 +270,44 @@ def test_killed_driver_then_resume_keeps_every_finished_episode_and_repeats_none
 
 
 class CrashOn(OraclePolicy):
-    """The oracle, except that the actor process exits when it begins one of ``victims``."""
+    """The oracle, except that beginning one of ``victims`` raises in the actor (``"raise"``)
+    or ends the actor's process (``"exit"``)."""
 
-    def __init__(self, victims: list[str]) -> None:
+    def __init__(self, victims: dict[str, str]) -> None:
         super().__init__()
-        self.victims = set(victims)
+        self.victims = victims
 
     def begin(self, episode: EpisodeState) -> None:
-        if episode.question_id in self.victims:
+        how = self.victims.get(episode.question_id)
+        if how == "raise":
+            raise RuntimeError("the env could not start")
+        if how == "exit":
             os._exit(1)
         super().begin(episode)
 
 
 @pytest.mark.slow
-def test_crashing_actor_episodes_are_infrastructure_failures(ray_session, tmp_path) -> None:
+def test_failing_actor_episodes_are_infrastructure_failures(ray_session, tmp_path) -> None:
     out = tmp_path / "run"
-    evaluate(CrashOn([IDS[2]]), IDS[:4], out, env_kwargs=ENV_KWARGS, report=False, ray=True,
+    policy = CrashOn({IDS[1]: "raise", IDS[2]: "exit"})
+    evaluate(policy, IDS[:4], out, env_kwargs=ENV_KWARGS, report=False, ray=True,
              ray_actors=1, ray_actor_concurrency=1)  # fmt: skip
     by_id = {r["question_id"]: r for r in read_records(out / RECORDS_FILE)}
-    assert set(by_id) == set(IDS[:4])  # one at a time: only the crashed episode is lost
-    assert by_id[IDS[2]]["outcome"] == "sandbox_error" and is_infra_failure(by_id[IDS[2]])
-    assert "Ray actor" in by_id[IDS[2]]["error"]
-    assert all(by_id[q]["outcome"] == "correct" for q in (IDS[0], IDS[1], IDS[3]))
+    assert set(by_id) == set(IDS[:4])  # one at a time: only the failed episodes are lost
+    for victim, says in ((IDS[1], "RuntimeError"), (IDS[2], "Ray actor")):
+        record = by_id[victim]
+        assert record["outcome"] == "sandbox_error" and is_infra_failure(record)
+        assert says in record["error"] and not record["correct"] and record["answer"] is None
+    assert all(by_id[q]["outcome"] == "correct" for q in (IDS[0], IDS[3]))
 
-    # An actor that crashes on every episode: its replacements run out, the run stops, and
-    # every episode it took is recorded as an infrastructure failure, none as an answer.
+    # An actor that dies on every episode: its replacements run out, the run stops, and every
+    # episode it took is recorded as an infrastructure failure, none as an answer.
     out = tmp_path / "broken"
-    with pytest.raises(InfrastructureError):
-        evaluate(CrashOn(IDS), IDS, out, env_kwargs=ENV_KWARGS, report=False, ray=True,
-                 ray_actors=1, ray_actor_concurrency=1)  # fmt: skip
+    with pytest.raises(InfrastructureError, match="replacements"):
+        evaluate(CrashOn(dict.fromkeys(IDS, "exit")), IDS, out, env_kwargs=ENV_KWARGS,
+                 report=False, ray=True, ray_actors=1, ray_actor_concurrency=1)  # fmt: skip
     records = read_records(out / RECORDS_FILE)
-    assert records and all(r["outcome"] == "sandbox_error" for r in records)
+    assert len(records) == 3 and all(r["outcome"] == "sandbox_error" for r in records)
 
 
 # --- the env pool -----------------------------------------------------------------------------

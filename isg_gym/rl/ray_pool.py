@@ -137,8 +137,9 @@ class EnvWorker:
         self._threads = ThreadPoolExecutor(max(1, slots))
 
     def where(self) -> dict[str, Any]:
-        """Which process and machine this actor runs in."""
-        return {"pid": os.getpid(), "host": socket.gethostname()}
+        """Which process and machine this actor runs in, and its CPU niceness (Ray starts
+        workers at 15 unless ``RAY_worker_niceness`` says otherwise)."""
+        return {"pid": os.getpid(), "host": socket.gethostname(), "nice": os.nice(0)}
 
     def env(self, slot: int) -> Any:
         """The env of ``slot`` (made on first use)."""
