@@ -39,6 +39,7 @@ PREFIX = "isg-repo-"
 class _Entry:
     path: str
     refs: int
+    key: str = ""  # the Repository.key written there: one seed, one Spec per process at a time
 
 
 _lock = threading.RLock()
@@ -107,8 +108,13 @@ def acquire(repo: Repository) -> str:
             del _entries[seed]  # removed behind our back: write it again
             entry = None
         if entry is None:
-            entry = _Entry(_write(repo), 0)
+            entry = _Entry(_write(repo), 0, repo.key)
             _entries[seed] = entry
+        elif entry.key != repo.key:  # e.g. a cached LLM-built Spec beside the procedural one
+            raise OSError(
+                f"repository {seed} is materialised in this process from another Spec; two "
+                "Specs of one seed (procedural and cached, or two models) cannot be open at once"
+            )
         entry.refs += 1
         return entry.path
 

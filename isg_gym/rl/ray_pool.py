@@ -150,10 +150,12 @@ class EnvWorker:
                 self._envs[slot] = self.entry.make(**self.env_kwargs)
             return self._envs[slot]
 
-    def spaces(self) -> tuple[Any, Any, dict[str, Any]]:
-        """The env's observation space, action space and metadata."""
+    def spaces(self) -> tuple[Any, Any, dict[str, Any], int | None]:
+        """The env's observation space, action space, metadata and step budget (``max_steps``,
+        None when the env has none)."""
         env = self.env(0)
-        return env.observation_space, env.action_space, dict(env.metadata)
+        limit = getattr(env.unwrapped, "max_steps", None)
+        return env.observation_space, env.action_space, dict(env.metadata), limit
 
     def reset(
         self, slots: list[int], seeds: list[int | None], options: list[dict[str, Any] | None]
@@ -324,7 +326,7 @@ class RemoteEnvPool(VectorEnv):
         self._observations: list[Any] = [None] * num_envs
         try:
             first, _ = self.actors.current(0)
-            obs_space, action_space, metadata = self._ray.get(first.spaces.remote())
+            obs_space, action_space, metadata, max_steps = self._ray.get(first.spaces.remote())
         except BaseException:
             self.actors.close(timeout=0)
             raise
@@ -333,6 +335,7 @@ class RemoteEnvPool(VectorEnv):
         self.observation_space = batch_space(obs_space, num_envs)
         self.action_space = batch_space(action_space, num_envs)
         self.metadata = {**metadata, "autoreset_mode": mode}
+        self.max_steps = max_steps  # each env's step budget (``answer_on_last_step`` reads it)
         self.autoreset_mode = mode
         self.envs = [RemoteEnv(self, i) for i in range(num_envs)]
         self.closed = False
@@ -505,6 +508,7 @@ class RemoteEnv(gym.Env[Any, Any]):
         self.observation_space = pool.single_observation_space
         self.action_space = pool.single_action_space
         self.metadata = {k: v for k, v in pool.metadata.items() if k != "autoreset_mode"}
+        self.max_steps = pool.max_steps
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
