@@ -2,8 +2,11 @@
 instance (2 CPUs, no dashboard), started once for the module.
 
 Skipped when Ray is not installed, except under ``CI=true``, where a missing Ray fails.
-Starting Ray and its actors takes tens of seconds on 2 cores: every test but the smoke test
-is marked slow.
+Starting Ray and its actors takes seconds on 2 cores: the default run keeps the behaviours the
+issue names (same records as the local runner, with ISG-v0 and another env; resume after a
+killed actor; a failing actor's episodes recorded as infrastructure failures) and the pool's
+reset/step; a whole split, a chat model on the driver, a killed driver and a killed pool actor
+are marked slow.
 """
 
 from __future__ import annotations
@@ -109,7 +112,7 @@ def test_ray_missing_is_a_one_line_error(tmp_path: Path, monkeypatch, capsys) ->
     assert not (tmp_path / "run").exists()
 
 
-# --- the smoke test (default run) -------------------------------------------------------------
+# --- same records as the local runner ---------------------------------------------------------
 
 
 def test_oracle_through_cli_ray_matches_the_local_runner(
@@ -129,7 +132,27 @@ def test_oracle_through_cli_ray_matches_the_local_runner(
     assert run["ray"]["actors"] == 1 and run["concurrency"] == 2
 
 
-# --- slow: a whole split, a chat model on the driver, failures, resume, the pool --------------
+def test_cli_ray_with_another_env_and_several_models_matches_the_local_runner(
+    ray_session, tmp_path: Path
+) -> None:
+    """``--env ISG-Orbits-v0 --model expert,abstain --ray``: one Ray run per model, each the
+    same records as the local runner's, and the leaderboard of both."""
+    pytest.importorskip("rebound")
+    common = ["eval", "--env", "ISG-Orbits-v0", "--backend", "scripted", "--model",
+              "expert,abstain", "--episodes", "2", "--no-progress"]  # fmt: skip
+    assert main([*common, "--out", str(tmp_path / "local")]) == 0
+    assert main([*common, "--out", str(tmp_path / "ray"), "--ray", "--ray-actors", "1",
+                 "--ray-actor-concurrency", "2"]) == 0  # fmt: skip
+    for model in ("expert", "abstain"):
+        local, remote = _by_key(tmp_path / "local" / model), _by_key(tmp_path / "ray" / model)
+        assert remote == local and len(remote) == 2
+        run = json.loads((tmp_path / "ray" / model / "run.json").read_text())
+        assert run["env"] == "ISG-Orbits-v0" and run["ray"]["actors"] == 1
+    assert Counter(r["correct"] for r in _by_key(tmp_path / "ray" / "expert").values())[True]
+    assert (tmp_path / "ray" / "leaderboard.md").exists()
+
+
+# --- a whole split, a chat model on the driver, failures and resume ----------------------------
 
 
 @pytest.mark.slow
@@ -206,7 +229,6 @@ class KillOwnActorOnce(OraclePolicy):
         super().begin(episode)
 
 
-@pytest.mark.slow
 def test_killed_actor_then_resume_keeps_every_finished_episode_and_repeats_none(
     ray_session, local_oracle: Any, tmp_path: Path
 ) -> None:
@@ -286,7 +308,6 @@ class CrashOn(OraclePolicy):
         super().begin(episode)
 
 
-@pytest.mark.slow
 def test_failing_actor_episodes_are_infrastructure_failures(ray_session, tmp_path) -> None:
     out = tmp_path / "run"
     policy = CrashOn({IDS[1]: "raise", IDS[2]: "exit"})
@@ -330,7 +351,6 @@ LIST = '<tool_call>{"name": "list_directory", "arguments": {"path": "/"}}</tool_
 ABSTAIN = {"name": "final_answer", "arguments": {"answer": "not possible"}}
 
 
-@pytest.mark.slow
 def test_pool_reset_and_step_match_a_local_vector_env(ray_session) -> None:
     from isg_gym.rl.ray_pool import RemoteEnvPool
 
