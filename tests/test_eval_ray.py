@@ -112,6 +112,29 @@ def test_ray_missing_is_a_one_line_error(tmp_path: Path, monkeypatch, capsys) ->
     assert not (tmp_path / "run").exists()
 
 
+def test_an_actors_sandbox_worker_outlives_its_episodes() -> None:
+    """The body of an episode actor (plain Python here) keeps each env's sandbox worker from
+    one episode to the next (a worker dies with the thread that started it: a thread pool per
+    episode restarted it every episode)."""
+    from isg_gym.eval.ray_runner import EpisodeWorker
+    from isg_gym.eval.runner import episode_env_kwargs
+
+    entry = get_env("ISG-v0")
+    ids = resolve_split("isg-500")[:3]  # the first one runs Python
+    worker = EpisodeWorker(entry, episode_env_kwargs(ENV_KWARGS), 1, OraclePolicy(),
+                           entry.question_version)  # fmt: skip
+    try:
+        pids = []
+        for index, qid in enumerate(ids):
+            assert worker.play(index, qid)["outcome"] == "correct"
+            sandbox = worker.env(0).unwrapped._python._sandbox
+            assert sandbox is not None and sandbox.alive
+            pids.append(sandbox._proc.pid)
+        assert len(set(pids)) == 1, pids
+    finally:
+        worker.close()
+
+
 # --- same records as the local runner ---------------------------------------------------------
 
 

@@ -209,17 +209,31 @@ def play(
     todo: list[tuple[int, str]],
     envs: Sequence[Any],
     finish: Callable[[EpisodeState], None],
+    threads: ThreadPoolExecutor | None = None,
 ) -> None:
     """Play the (index, question id) pairs of ``todo`` on ``envs`` (one live episode per env;
     envs are Gymnasium-style ``reset``/``step`` objects, local or remote), ``finish`` called
     with each finished episode: step policies a batched round at a time, episode policies one
-    thread per env."""
-    if isinstance(policy, EpisodePolicy):
-        _run_episodes(policy, todo, list(envs), finish)
-    elif isinstance(policy, StepPolicy):
-        _run_steps(policy, todo, list(envs), finish)
-    else:
-        raise TypeError(f"{type(policy).__name__} is neither a StepPolicy nor an EpisodePolicy")
+    thread per env.
+
+    The env calls run in ``threads`` (at least ``len(envs)`` workers) when given, else in a
+    pool made for this call. A caller that plays on the same envs again passes a pool that
+    outlives the calls: a sandbox worker dies with the thread that started it (bubblewrap's
+    ``--die-with-parent``), so a pool per call restarts the sandbox every call.
+    """
+    owned = threads is None
+    pool = ThreadPoolExecutor(max(1, len(envs))) if threads is None else threads
+    try:
+        if isinstance(policy, EpisodePolicy):
+            _run_episodes(policy, todo, list(envs), finish, pool)
+        elif isinstance(policy, StepPolicy):
+            _run_steps(policy, todo, list(envs), finish, pool)
+        else:
+            raise TypeError(f"{type(policy).__name__} is neither a StepPolicy nor an "
+                            "EpisodePolicy")  # fmt: skip
+    finally:
+        if owned:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _start(policy: Policy, env: Any, index: int, question_id: str) -> EpisodeState:
@@ -237,24 +251,24 @@ def _run_steps(
     todo: list[tuple[int, str]],
     envs: list[Any],
     finish: Callable[[EpisodeState], None],
+    pool: ThreadPoolExecutor,
 ) -> None:
     pending = list(reversed(todo))
     free = list(envs)
     live: list[EpisodeState] = []
-    with ThreadPoolExecutor(len(envs)) as pool:
-        while pending or live:
-            while pending and free:
-                live.append(_start(policy, free.pop(), *pending.pop()))
-            try:
-                turns = policy.act(live)
-            except Exception as exc:  # a policy bug must not lose the run's records
-                error = f"policy failed: {type(exc).__name__}: {exc}"
-                turns = [Turn(error=error, error_kind="policy")] * len(live)
-            list(pool.map(lambda pair: _apply(policy, *pair), zip(live, turns, strict=True)))
-            for episode in [e for e in live if e.done]:
-                live.remove(episode)
-                finish(episode)
-                free.append(episode.env)
+    while pending or live:
+        while pending and free:
+            live.append(_start(policy, free.pop(), *pending.pop()))
+        try:
+            turns = policy.act(live)
+        except Exception as exc:  # a policy bug must not lose the run's records
+            error = f"policy failed: {type(exc).__name__}: {exc}"
+            turns = [Turn(error=error, error_kind="policy")] * len(live)
+        list(pool.map(lambda pair: _apply(policy, *pair), zip(live, turns, strict=True)))
+        for episode in [e for e in live if e.done]:
+            live.remove(episode)
+            finish(episode)
+            free.append(episode.env)
 
 
 def _apply(policy: StepPolicy, episode: EpisodeState, turn: Turn) -> None:
@@ -270,6 +284,7 @@ def _run_episodes(
     todo: list[tuple[int, str]],
     envs: list[Any],
     finish: Callable[[EpisodeState], None],
+    pool: ThreadPoolExecutor,
 ) -> None:
     free: queue.SimpleQueue[Any] = queue.SimpleQueue()
     for env in envs:
@@ -287,15 +302,14 @@ def _run_episodes(
         finally:
             free.put(env)
 
-    with ThreadPoolExecutor(len(envs)) as pool:
-        futures = [pool.submit(play, i, q) for i, q in todo]
-        try:
-            for future in futures:
-                finish(future.result())
-        except BaseException:  # e.g. InfrastructureError: the episodes not started never run
-            for future in futures:
-                future.cancel()
-            raise
+    futures = [pool.submit(play, i, q) for i, q in todo]
+    try:
+        for future in futures:
+            finish(future.result())
+    except BaseException:  # e.g. InfrastructureError: the episodes not started never run
+        for future in futures:
+            future.cancel()
+        raise
 
 
 class _Progress:
