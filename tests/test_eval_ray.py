@@ -58,7 +58,8 @@ def ray_session():
     before = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(TESTS), before) if p)
     try:
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+        # address="local": a new instance even where `ray start` left a cluster address
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
                  object_store_memory=150 * 1024**2)  # fmt: skip
     finally:
         if before is None:

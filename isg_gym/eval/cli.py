@@ -69,7 +69,8 @@ def add_commands(sub: Any) -> None:
     s.add_argument("--ray-actors", type=int, default=2, metavar="N",
                    help="Ray actors (default 2)")  # fmt: skip
     s.add_argument("--ray-actor-concurrency", type=int, default=2, metavar="M",
-                   help="episodes (envs) per Ray actor at once (default 2)")  # fmt: skip
+                   help="episodes (envs) per Ray actor at once (default 2); with --ray, "
+                   "--concurrency is ignored: a chat backend gets actors x M at once")  # fmt: skip
     s.set_defaults(run=cmd_eval)
 
     s = sub.add_parser("envs", help="the registered environments, their splits and policies")
@@ -267,6 +268,8 @@ def cmd_eval(args: argparse.Namespace) -> None:
         )
     if args.backend == "smolagents" and args.smolagents_model == "vllm" and args.concurrency > 1:
         raise EvalCliError("--smolagents-model vllm shares one engine: use --concurrency 1")
+    if args.ray is not None:  # the live episodes: what a chat backend sends at once
+        args.concurrency = args.ray_actors * args.ray_actor_concurrency
     models = [m.strip() for m in args.model.split(",")]
     if len(models) > 1 and (not all(models) or len(set(models)) != len(models)):
         raise EvalCliError(f"--model {args.model!r}: give distinct names separated by commas")
