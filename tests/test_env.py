@@ -219,10 +219,11 @@ def test_filesystem_tools(env):
     assert "[lines 1-2 of" in obs
     obs, *_ = env.step(call("list_directory", path="/", depth=10, pattern="*"))
     assert all(f in obs for f in repo.files()[:20])
-    small = ISGEnv(max_list_entries=2, max_output_chars=300)
+    small = ISGEnv(max_list_entries=2, max_output_chars=1000)
     small.reset(options={"question": QID})
     obs, *_ = small.step(call("list_directory", depth=5))
     assert "more entries not shown" in obs
+    assert max(map(len, repo.read_text(path).splitlines())) < 500  # whole lines fit the cap
     obs, *_ = small.step(call("read_text_file", path=path))
     assert "[truncated: showing lines" in obs and "tail" in obs
 

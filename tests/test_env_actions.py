@@ -306,14 +306,16 @@ def long_file(env: ISGEnv, lines: int = 20) -> str:
     )
 
 
-@pytest.mark.parametrize("cap", [300, 2000, 8000])
+@pytest.mark.parametrize("cap", [800, 2000, 8000])
 def test_read_text_file_pages_through_a_file_with_exact_notes(cap: int) -> None:
-    """Following each note's ``tail=`` reads the whole file exactly once, in order."""
+    """Following each note's ``tail=`` reads the whole file exactly once, in order (every line
+    fits the cap with its note; a longer line is the next test's case)."""
     env = make_env(max_output_chars=cap, max_steps=10_000)
     path = long_file(env)
     text = env._repo.read_text(path)
     n_lines = len(text.splitlines())
     assert len(text) > 3 * cap
+    assert max(map(len, text.splitlines())) < cap // 2, "the fixture file's lines must fit the cap"
     pieces, tail, reads = [], None, 0
     while True:
         obs, *_ = env.step(call("read_text_file", path=path, tail=tail))
