@@ -85,6 +85,7 @@ from pathlib import Path
 from typing import Any
 
 from isg_gym.tools.files import FileSource, is_file_source, write_source
+from isg_gym.tools.sandbox import spawner
 
 __all__ = [
     "DATA_DIR",
@@ -431,7 +432,7 @@ class Sandbox:
             config["clock_fd"] = clock
         cmd = self._command(worker_dir, config)
         self._log = tempfile.TemporaryFile(prefix="isg-sandbox-")  # noqa: SIM115
-        self._proc = subprocess.Popen(
+        self._proc = spawner.popen(  # forked from a thread that outlives the caller's
             cmd,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
