@@ -99,9 +99,7 @@ def chi_square(x: pd.Series, y: pd.Series) -> Association:
     return Association("chi_square", float(res.statistic), p if np.isfinite(p) else 1.0)
 
 
-def associations(
-    x: pd.Series, y: pd.Series, x_numeric: bool, y_numeric: bool
-) -> list[Association]:
+def associations(x: pd.Series, y: pd.Series, x_numeric: bool, y_numeric: bool) -> list[Association]:
     """The tests of the module docstring for factor ``x`` and outcome ``y`` (both numeric:
     Spearman, then Kruskal-Wallis across bins)."""
     if x_numeric and y_numeric:

@@ -201,6 +201,7 @@ def score(
     applied = {k: v for k, v in components.items() if v is not None}
     reward = sum(WEIGHTS[k] * v for k, v in applied.items()) / sum(WEIGHTS[k] for k in applied)
     on_outcomes = [v for v in recorded if truth.variables[v.claim.factor].outcome]
+    control = sum(v.correct for v in on_outcomes) / len(on_outcomes) if on_outcomes else None
     result = DiscoveryScore(
         reward=float(min(1.0, max(0.0, reward))),
         components=components,
@@ -211,8 +212,7 @@ def score(
         recall_raw=recall_raw,
         detectable_effects=len(detectable),
         verdicts=verdicts,
-        control_testing=(sum(v.correct for v in on_outcomes) / len(on_outcomes)
-                         if on_outcomes else None),  # fmt: skip
+        control_testing=control,
     )
     if hypothesis is not None:
         _hypothesis(result, recorded, hypothesis)
@@ -221,8 +221,9 @@ def score(
 
 def _hypothesis(result: DiscoveryScore, recorded: list[Verdict], hyp: Hypothesis) -> None:
     """Which direction the report gives the stated hypothesis pair (an unscoped claim first)."""
-    on_pair = [v for v in recorded if (v.claim.outcome, v.claim.factor) == (hyp.outcome,
-                                                                            hyp.factor)]
+    on_pair = [
+        v for v in recorded if (v.claim.outcome, v.claim.factor) == (hyp.outcome, hyp.factor)
+    ]
     on_pair.sort(key=lambda v: bool(v.claim.scope))
     claimed = on_pair[0].claim.relation if on_pair else None
     result.counterfactual = hyp.counterfactual

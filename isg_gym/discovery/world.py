@@ -74,9 +74,7 @@ def transform(spec: Spec, hypothesis: Hypothesis) -> Spec:
                                                                   spec.unrecorded])))  # fmt: skip
     story = data["story"]
     story["abstract"] = " ".join([story["abstract"].rstrip(), *extra])
-    story["description"] = story["description"].replace(
-        "\n\nDesign.", f" {extra[0]}\n\nDesign.", 1
-    )
+    story["description"] = story["description"].replace("\n\nDesign.", f" {extra[0]}\n\nDesign.", 1)
     data["readme"] = ReadmeVisibility(present=True, title=True, abstract=True).model_dump()
     if hypothesis.counterfactual:
         for col in data["columns"]:
