@@ -140,10 +140,10 @@ def tool_schema(name: str) -> dict[str, Any]:
     raise KeyError(name)
 
 
-def describe_tools() -> str:
-    """A plain-text description of the tools for a system prompt."""
+def describe_tools(schemas: list[dict[str, Any]] | None = None) -> str:
+    """A plain-text description of the tools (default: these four) for a system prompt."""
     lines = []
-    for schema in _SCHEMAS:
+    for schema in _SCHEMAS if schemas is None else schemas:
         fn = schema["function"]
         props = fn["parameters"]["properties"]
         required = set(fn["parameters"]["required"])
