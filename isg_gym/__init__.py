@@ -6,15 +6,6 @@ from isg_gym.simulator.procedural import build_spec
 
 __all__ = ["Repository", "build_spec", "make_dataset", "score"]
 
-
-def _register_envs() -> None:
-    """Register ``ISG-v0`` with Gymnasium (when installed) via a string entry point."""
-    try:
-        from gymnasium.envs.registration import register, registry
-    except ImportError:  # gymnasium is only needed for the environment
-        return
-    if "ISG-v0" not in registry:
-        register(id="ISG-v0", entry_point="isg_gym.envs.env:ISGEnv")
-
-
-_register_envs()
+# Registers ISG-v0 and the other environments with Gymnasium (string entry points: no env is
+# imported until one is made).
+import isg_gym.envs.registry  # noqa: F401

@@ -26,7 +26,7 @@ from isg_gym.envs.actions import (
     parse_action,
     safe_text,
 )
-from isg_gym.envs.env import MAX_CODE_CHARS
+from isg_gym.tools.python_tool import MAX_CODE_CHARS
 
 QID = "118.univariate_statistic.3"
 ENV_CUT = "cut by the environment"

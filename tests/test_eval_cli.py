@@ -107,6 +107,38 @@ def test_report_rebuilds_and_ranks_runs(tmp_path: Path, capsys) -> None:
             "ISG_NO_SUCH_KEY",
         ),
         (["report", "{tmp}/nothing"], "episodes.jsonl"),
+        (
+            ["eval", "--backend", "scripted", "--model", "abstain,,random", "--out", "{tmp}/x"],
+            "distinct names separated by commas",
+        ),
+        (
+            [
+                "eval",
+                "--backend",
+                "scripted",
+                "--model",
+                "oracle",
+                "--env-arg",
+                "colour=red",
+                "--out",
+                "{tmp}/x",
+            ],
+            "not an argument of ISG-v0",
+        ),
+        (
+            [
+                "eval",
+                "--env",
+                "ISG-v9",
+                "--backend",
+                "scripted",
+                "--model",
+                "oracle",
+                "--out",
+                "{tmp}/x",
+            ],
+            "unknown env 'ISG-v9'",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys, argv, needle) -> None:
@@ -198,3 +230,32 @@ def test_isg_eval_where_no_sandbox_can_run_stops_with_an_error(
     assert code == 1 and len(err) == 1, err
     assert "no isolating sandbox" in err[0] and "apt-get install bubblewrap" in err[0]
     assert not (out / "summary.md").exists()
+
+
+def test_several_scripted_models_give_one_run_each_and_a_leaderboard(tmp_path: Path, capsys):
+    out = tmp_path / "quick"
+    argv = [
+        "eval",
+        "--backend",
+        "scripted",
+        "--model",
+        "abstain,random",
+        "--episodes",
+        "4",
+        "--concurrency",
+        "2",
+        "--sandbox",
+        "none",
+        "--out",
+        str(out),
+        "--no-progress",
+    ]
+    with pytest.warns(RuntimeWarning, match="NOT a security boundary"):
+        assert main(argv) == 0  # fmt: skip
+    text = capsys.readouterr().out
+    assert text.startswith("abstain: Accuracy:") and "\nrandom: Accuracy:" in text
+    board = (out / "leaderboard.md").read_text()
+    assert board in text and (out / "leaderboard.png").exists()
+    for name in ("abstain", "random"):
+        assert len(read_records(out / name / "episodes.jsonl")) == 4
+        assert f"| {name} | ISG-v0 | scripted-{name} |" in board

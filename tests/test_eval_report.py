@@ -349,13 +349,16 @@ def _runs(tmp_path: Path) -> list[Path]:
 def test_leaderboard_order_and_columns(tmp_path: Path) -> None:
     text = report.leaderboard(_runs(tmp_path))
     lines = text.strip().splitlines()
-    assert lines[0].startswith("| # | run | backend | model | split | n | accuracy |")
+    assert lines[0].startswith(
+        "| # | run | env | backend | model | split | n | accuracy | mean reward |"
+    )
     names = [line.split("|")[2].strip() for line in lines[2:]]
     assert names == ["high", "mid", "low", "empty"]
     low, high = metrics.wilson_interval(9, 10)
     assert f"90.0% ({100 * low:.1f}-{100 * high:.1f}%)" in lines[2]  # both ends: not symmetric
     assert "±" not in text
     assert "repos:0-10" in lines[2] and "big" in lines[2]
+    assert "| ISG-v0 |" in lines[2]  # a run.json without an env is an ISG-v0 run
     assert "n/a" in lines[5]
 
 

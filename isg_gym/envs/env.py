@@ -2,41 +2,24 @@
 
 from __future__ import annotations
 
-import contextlib
-import json
-import logging
 import weakref
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
-
-import gymnasium as gym
+from typing import Any
 
 from isg_gym.dataset import ANSWER_INSTRUCTIONS
 from isg_gym.envs import materialize
-from isg_gym.envs.actions import (
-    FORMAT_HELP,
-    ParsedCall,
-    describe_action,
-    parse_action,
-    safe_text,
-)
-from isg_gym.envs.spaces import ToolCallText, UnicodeText
+from isg_gym.envs.tool_env import SEED_LIMIT, ToolEnv, ToolHandler
 from isg_gym.qa import QUESTION_TYPES, Question, format_answer, question_at, question_from_id
 from isg_gym.qa.conventions import CONVENTIONS
 from isg_gym.qa.sampling import DEFAULT_UNANSWERABLE_RATIO, parse_question_id
 from isg_gym.repository import Repository
 from isg_gym.rewards import RewardConfig, extract, grade, reward
-from isg_gym.tools.filesystem import (
-    ToolError,
-    existing_files,
-    list_directory,
-    read_text_file,
-    resolve,
-)
-from isg_gym.tools.sandbox.replay import replay_program
+from isg_gym.tools.arguments import ToolError
+from isg_gym.tools.filesystem import existing_files
+from isg_gym.tools.python_tool import MAX_SESSION_CHARS as MAX_SESSION_CHARS
+from isg_gym.tools.repository_tools import RepositoryTools
 from isg_gym.tools.schemas import (
-    FINAL_ANSWER,
     LIST_DIRECTORY,
     READ_TEXT_FILE,
     RUN_PYTHON_CODE,
@@ -44,14 +27,6 @@ from isg_gym.tools.schemas import (
     tool_schemas,
 )
 
-_log = logging.getLogger(__name__)
-
-SEED_LIMIT = 2**31 - 1
-MAX_CODE_CHARS = 100_000
-MAX_ARG_CHARS = 10_000
-OBSERVATION_LIMIT = 1 << 20
-MAX_SESSION_CHARS = 1_000_000
-PYTHON_SESSIONS = ("fresh", "persistent")
 _SLOT_TRIES = 64
 _REPO_TRIES = 50
 
@@ -70,41 +45,7 @@ Tool results come back in the next message. You have at most {max_steps} message
 {conventions}"""
 
 
-def _as_int(value: Any, name: str, *, optional: bool = True) -> int | None:
-    if value is None and optional:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        raise ToolError(f"`{name}` must be an integer, got {type(value).__name__}")
-    return value
-
-
-def _as_str(value: Any, name: str, limit: int = MAX_ARG_CHARS) -> str:
-    if not isinstance(value, str):
-        raise ToolError(f"`{name}` must be a string, got {type(value).__name__}")
-    if len(value) > limit:
-        raise ToolError(f"`{name}` is too long ({len(value)} characters; at most {limit})")
-    return value
-
-
-def _check_args(arguments: dict[str, Any], allowed: tuple[str, ...], required: tuple[str, ...]):
-    unknown = sorted(set(arguments) - set(allowed))
-    if unknown:
-        raise ToolError(f"unknown arguments {unknown}; allowed: {list(allowed)}")
-    missing = [name for name in required if name not in arguments]
-    if missing:
-        raise ToolError(f"missing required arguments {missing}")
-
-
-def _cap(text: str, limit: int, what: str = "output") -> str:
-    """A safety net: the tools cap their own output (with an exact note) below ``limit``."""
-    if len(text) <= limit:
-        return text
-    return text[:limit] + f"\n[{what} cut by the environment: {len(text) - limit} more characters]"
-
-
-class ISGEnv(gym.Env[str, Any]):
+class ISGEnv(ToolEnv):
     """Answer a question about a procedurally generated scientific data repository.
 
     ## Description
@@ -207,8 +148,6 @@ class ISGEnv(gym.Env[str, Any]):
       shortcut-free questions and the answering conventions in the system prompt.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
-
     def __init__(
         self,
         start_repository: int = 0,
@@ -239,91 +178,47 @@ class ISGEnv(gym.Env[str, Any]):
             raise ValueError(f"unknown question types {unknown}; known {sorted(QUESTION_TYPES)}")
         if not 0.0 <= unanswerable_ratio <= 1.0:
             raise ValueError("unanswerable_ratio must be within [0, 1]")
-        if max_steps < 1 or questions_per_repository < 1:
-            raise ValueError("max_steps and questions_per_repository must be >= 1")
-        if max_output_chars < 100 or max_list_entries < 1:
-            raise ValueError("max_output_chars must be >= 100 and max_list_entries >= 1")
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
-        if python_session not in PYTHON_SESSIONS:
-            raise ValueError(
-                f"python_session must be one of {PYTHON_SESSIONS}, got {python_session!r}"
-            )
-        if sandbox is None or isinstance(sandbox, str):
-            from isg_gym.tools.sandbox import resolve_backend
-
-            sandbox = "auto" if sandbox is None else sandbox
-            resolve_backend(sandbox)  # unknown: ValueError; cannot run here: SandboxUnavailable
-        elif not callable(getattr(sandbox, "run", None)):
-            raise ValueError(
-                "sandbox must be a backend name ('auto', 'bwrap', 'landlock', 'none') or an "
-                f"object with run(code, files_dir) and close(), got {sandbox!r}"
-            )
+        if questions_per_repository < 1:
+            raise ValueError("questions_per_repository must be >= 1")
+        if max_list_entries < 1:
+            raise ValueError("max_list_entries must be >= 1")
         self.start_repository = int(start_repository)
         self.num_repositories = int(num_repositories)
         self.question_types = types
         self.unanswerable_ratio = float(unanswerable_ratio)
         self.questions_per_repository = int(questions_per_repository)
-        self.max_steps = int(max_steps)
-        self.max_output_chars = int(max_output_chars)
         self.max_list_entries = int(max_list_entries)
-        self.sandbox_spec = sandbox
-        self.sandbox_limits = sandbox_limits
-        self.python_session = python_session
         self.reward_config = reward_config or RewardConfig()
         self.answer_instructions = answer_instructions
         self.question_configs = dict(question_configs) if question_configs else None
-        self.privileged_info = bool(privileged_info)
-        self.render_mode = render_mode
         self.question_texts = dict(question_texts or {})
-
-        self.observation_space = UnicodeText(OBSERVATION_LIMIT)
-        self.action_space = ToolCallText(OBSERVATION_LIMIT)
-        self._init_runtime()
+        super().__init__(
+            max_steps=max_steps,
+            max_output_chars=max_output_chars,
+            sandbox=sandbox,
+            sandbox_limits=sandbox_limits,
+            python_session=python_session,
+            privileged_info=privileged_info,
+            render_mode=render_mode,
+        )
 
     # --- state -----------------------------------------------------------------------------
 
     def _init_runtime(self) -> None:
-        self._sandbox: Any = None
+        super()._init_runtime()
         self._repos: OrderedDict[int, Repository] = OrderedDict()
         self._leases = materialize.Leases(keep=2)
-        self._finalizer = weakref.finalize(self, self._leases.release_all)
-        self._cells: list[str] = []  # successful run_python_code cells (persistent session)
+        self._leases_finalizer = weakref.finalize(self, self._leases.release_all)
+        self._files = RepositoryTools(self.max_list_entries, self.max_output_chars)
         self._repo: Repository | None = None
         self._question: Question | None = None
-        self._steps = 0
-        self._done = False
-        self._transcript: list[tuple[str, str]] = []
-        self._files_read: list[str] = []  # repository files the current step's tools read
-        self._infra_error: str | None = None  # the sandbox failed during the current step
-        self._closed = False
 
-    def __getstate__(self) -> dict[str, Any]:
-        """Pickle the configuration, the random state and the episode, not the runtime."""
-        state = {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
-        state["_np_random"] = self._np_random
-        state["_np_random_seed"] = getattr(self, "_np_random_seed", None)
-        state["_episode"] = (
-            None if self._question is None else self._question.id,
-            self._steps,
-            self._done,
-            list(self._transcript),
-            list(self._cells),
+    def _restore(self, question_id: str) -> tuple[dict[str, str], dict[str, Any]]:
+        self._repo = self._repository(parse_question_id(question_id)[0])
+        self._question = question_from_id(
+            question_id, self._repo, self.unanswerable_ratio, self.question_configs
         )
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        episode = state.pop("_episode")
-        self.__dict__.update(state)
-        self._init_runtime()
-        question_id, self._steps, self._done, self._transcript, *rest = episode
-        self._cells = list(rest[0]) if rest else []
-        if question_id is not None:
-            seed = parse_question_id(question_id)[0]
-            self._repo = self._repository(seed)
-            self._question = question_from_id(
-                question_id, self._repo, self.unanswerable_ratio, self.question_configs
-            )
+        return self._prompt_text(), self._public_info()
 
     def _repository(self, seed: int) -> Repository:
         repo = self._repos.get(seed)
@@ -338,22 +233,13 @@ class ISGEnv(gym.Env[str, Any]):
 
     # --- reset -----------------------------------------------------------------------------
 
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[str, dict[str, Any]]:
-        super().reset(seed=seed)
-        options = dict(options or {})
+    def _begin(self, options: dict[str, Any]) -> tuple[dict[str, str], dict[str, Any]]:
         unknown = sorted(set(options) - {"repository", "question", "type"})
         if unknown:
             raise ValueError(f"unknown reset options {unknown}; use repository, question, type")
         self._question = self._pick(options)
         self._repo = self._repository(self._question.repository)
-        self._steps = 0
-        self._done = False
-        self._cells = []
-        observation = self._first_observation()
-        self._transcript = [("system", observation)]
-        return observation, self._info(first=True)
+        return self._prompt_text(), self._public_info()
 
     def _pick(self, options: dict[str, Any]) -> Question:
         rng = self.np_random
@@ -394,132 +280,71 @@ class ISGEnv(gym.Env[str, Any]):
                     return question
         raise ValueError(f"no question of types {types} found (options {options})")
 
-    def _prompt(self) -> dict[str, str]:
+    def _prompt_text(self) -> dict[str, str]:
         assert self._question is not None
+        question = self.question_texts.get(self._question.id, self._question.text)
         return {
             "system": SYSTEM_PROMPT.format(
                 tools=describe_tools(), max_steps=self.max_steps, conventions=CONVENTIONS
             ),
-            "user": f"Question: {self._question_text()}\n\n{self.answer_instructions}",
+            "user": f"Question: {question}\n\n{self.answer_instructions}",
         }
 
-    def _question_text(self) -> str:
-        assert self._question is not None
-        return self.question_texts.get(self._question.id, self._question.text)
-
-    def _first_observation(self) -> str:
-        prompt = self._prompt()
-        return f"{prompt['system']}\n\n{prompt['user']}"
-
-    def _info(self, first: bool = False) -> dict[str, Any]:
+    def _public_info(self) -> dict[str, Any]:
         q = self._question
         assert q is not None
-        info: dict[str, Any] = {
-            "question_id": q.id,
-            "repository": q.repository,
-            "type": q.type,
-            "family": q.family,
-            "step": self._steps,
+        return {"question_id": q.id, "repository": q.repository, "type": q.type,
+                "family": q.family}  # fmt: skip
+
+    def _privileged(self) -> dict[str, Any]:
+        q = self._question
+        assert q is not None
+        return {
+            "answer": format_answer(q),
+            "answerable": q.answerable,
+            "reason": q.reason,
+            "params": q.params,
+            "sig_figs": q.sig_figs or 0,  # 0: not a float answer (ints stack in vectors)
+            "evidence": list(q.evidence),
         }
-        if first:
-            info["tools"] = tool_schemas()
-            info["prompt"] = self._prompt()
-        if self.privileged_info:
-            info["answer"] = format_answer(q)
-            info["answerable"] = q.answerable
-            info["reason"] = q.reason
-            info["params"] = q.params
-            info["sig_figs"] = q.sig_figs or 0  # 0: not a float answer (ints stack in vectors)
-            info["evidence"] = list(q.evidence)
-        return info
 
-    # --- step ------------------------------------------------------------------------------
+    # --- tools -----------------------------------------------------------------------------
 
-    def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        if self._question is None:
-            raise RuntimeError("call reset() before step()")
-        if self._done:
-            text = "[error] the episode is over; call reset()"
-            return text, 0.0, True, False, {**self._info(), "outcome": "episode_over"}
-        self._steps += 1
-        self._transcript.append(("assistant", _describe_action(action)))  # capped
-        parsed = parse_action(action)
-        parts: list[str] = []
-        results: list[dict[str, Any]] = []
-        self._files_read = []
-        self._infra_error = None
-        final: tuple[str, bool] | None = None  # (answer text, via an answer-only message)
-        if parsed.error is not None:
-            parts.append(f"[error] {parsed.error}")
-        elif parsed.answer_text is not None:
-            final = (parsed.answer_text, True)
-        else:
-            for call in parsed.calls:
-                if call.error is None and call.name == FINAL_ANSWER:
-                    answer = self._final_answer_text(call)
-                    if isinstance(answer, str):
-                        final = (answer, False)
-                        results.append(_call_result(call, "", error=False))
-                        break
-                    parts.append(answer[0])
-                    results.append(_call_result(call, answer[0], error=True))
-                    continue
-                output, failed = self._run_call(call)
-                parts.append(output)
-                results.append(_call_result(call, output, error=failed))
-        info = self._info()
-        info["tool_calls"] = [c.name for c in parsed.calls if c.name]
-        info["tool_results"] = results
-        info["parse_error"] = parsed.error or next(
-            (c.error for c in parsed.calls if c.error is not None), None
-        )
-        assert self._repo is not None  # a failed open of a missing path is not a read
-        info["files_read"] = existing_files(self._repo, self._files_read)
-        if self._infra_error is not None:  # the environment failed, not the agent
-            info["infra_error"] = self._infra_error
-        if final is not None:
-            observation, value, score = self._finish(final[0])
-            if parts:
-                observation = "\n\n".join([*parts, observation])
-            info.update(score)
-            self._done = True
-            self._transcript.append(("tool", observation))
-            return self._obs(observation), value, True, False, info
-        observation = "\n\n".join(parts) if parts else "[error] " + FORMAT_HELP
-        truncated = self._steps >= self.max_steps
-        if truncated:
-            observation += f"\n\n[step limit of {self.max_steps} reached; episode truncated]"
-            info["outcome"] = "truncated"
-            self._done = True
-        self._transcript.append(("tool", observation))
-        return self._obs(observation), 0.0, False, truncated, info
+    def _tool_schemas(self) -> list[dict[str, Any]]:
+        return tool_schemas()
 
-    @staticmethod
-    def _obs(text: str) -> str:
-        """The observation: valid UTF-8 text (lone surrogates escaped), at most the space's
-        limit."""
-        text = safe_text(text)
-        if len(text) > OBSERVATION_LIMIT:
-            return text[: OBSERVATION_LIMIT - 40] + "\n[observation truncated]"
+    def _tools(self) -> dict[str, ToolHandler]:
+        assert self._repo is not None
+        repo, files = self._repo, self._files
+        return {
+            LIST_DIRECTORY: lambda args: files.list_directory(repo, args),
+            READ_TEXT_FILE: lambda args: self._read_text_file(repo, args),
+            RUN_PYTHON_CODE: lambda args: self._run_python(args, self._materialised),
+        }
+
+    def _read_text_file(self, repo: Repository, arguments: dict[str, Any]) -> str:
+        text, path = self._files.read_text_file(repo, arguments)
+        self._step_files.append(path)
         return text
 
-    def _final_answer_text(self, call: ParsedCall) -> str | tuple[str]:
-        """The answer text, or a 1-tuple with an error observation."""
-        try:
-            _check_args(call.arguments, ("answer",), ("answer",))
-        except ToolError as exc:
-            return (f"[{FINAL_ANSWER}] error: {exc}",)
-        value = call.arguments["answer"]
-        if value is None:
-            return ""
-        if isinstance(value, str):
-            return value[:MAX_CODE_CHARS]
-        if isinstance(value, bool | int | float):
-            return json.dumps(value)
-        return (f"[{FINAL_ANSWER}] error: `answer` must be a string, number or boolean",)
+    def _files_read(self, paths: list[str]) -> list[str]:
+        assert self._repo is not None  # a failed open of a missing path is not a read
+        return existing_files(self._repo, paths)
 
-    def _finish(self, text: str) -> tuple[str, float, dict[str, Any]]:
+    def _materialised(self) -> str:
+        """The current repository on disk: read-only, randomly named, shared by the envs of this
+        process (:mod:`isg_gym.envs.materialize`), removed when the last one using it closes."""
+        assert self._repo is not None
+        try:
+            return self._leases.get(self._repo)
+        except OSError as exc:
+            raise ToolError(f"could not prepare the repository files: {exc}") from None
+
+    # --- grading ---------------------------------------------------------------------------
+
+    def _finish(self, answer: Any) -> tuple[float, dict[str, Any]]:
         assert self._question is not None
+        text = str(answer)
         score = grade(self._question, text)
         total, components = reward(self._question, text, self.reward_config)
         if score.correct:
@@ -542,211 +367,7 @@ class ISGEnv(gym.Env[str, Any]):
             },
             "answer_text": text,
         }
-        observation = f"[{FINAL_ANSWER}] answer received; the episode is over."
-        return observation, float(total), info
+        return float(total), info
 
-    def _run_call(self, call: ParsedCall) -> tuple[str, bool]:
-        """The call's observation text (valid UTF-8), and whether it failed. Never raises."""
-        name = call.name or "tool_call"
-        label = name if len(name) <= 64 else name[:64] + "..."
-        errors = min(2000, self.max_output_chars)
-        if call.error is not None:
-            return safe_text(f"[{label}] error: {_cap(call.error, errors)}"), True
-        try:
-            match call.name:
-                case "list_directory":
-                    out = self._list_directory(call.arguments)
-                case "read_text_file":
-                    out = self._read_text_file(call.arguments)
-                case "run_python_code":
-                    out = self._run_python_code(call.arguments)
-                case _:
-                    raise ToolError(
-                        f"unknown tool {label!r}; tools: {LIST_DIRECTORY}, {READ_TEXT_FILE}, "
-                        f"{RUN_PYTHON_CODE}, {FINAL_ANSWER}"
-                    )
-        except ToolError as exc:
-            return safe_text(f"[{label}] error: {_cap(str(exc), errors)}"), True
-        except Exception as exc:  # a bug in a tool must not end the episode or the run
-            _log.exception("tool %s failed on %s", label, describe_action(call.arguments, 500))
-            return f"[{label}] error: internal error in the tool ({type(exc).__name__})", True
-        # The tools cap their own output with an exact note; _cap here is only a safety net.
-        return safe_text(f"[{label}]\n{_cap(out, self.max_output_chars)}"), False
-
-    def _list_directory(self, args: dict[str, Any]) -> str:
-        _check_args(args, ("path", "depth", "pattern"), ())
-        path = _as_str(args.get("path", "/") if args.get("path") is not None else "/", "path")
-        depth = _as_int(args.get("depth", 1), "depth")
-        pattern = args.get("pattern")
-        if pattern is not None:
-            pattern = _as_str(pattern, "pattern", 1000)
-        assert self._repo is not None
-        return list_directory(
-            self._repo,
-            path,
-            1 if depth is None else depth,
-            pattern,
-            self.max_list_entries,
-            self.max_output_chars,
-        )
-
-    def _read_text_file(self, args: dict[str, Any]) -> str:
-        _check_args(args, ("path", "head", "tail"), ("path",))
-        path = _as_str(args["path"], "path")
-        head = _as_int(args.get("head"), "head")
-        tail = _as_int(args.get("tail"), "tail")
-        assert self._repo is not None
-        text = read_text_file(self._repo, path, head, tail, self.max_output_chars)
-        self._files_read.append(resolve(self._repo, path))
-        return text
-
-    def _run_python_code(self, args: dict[str, Any]) -> str:
-        _check_args(args, ("code",), ("code",))
-        code = _as_str(args["code"], "code", MAX_CODE_CHARS)
-        try:
-            sandbox = self._get_sandbox()
-        except Exception as exc:  # the backend may be missing or fail to start
-            self._infra_error = f"the Python sandbox is unavailable: {exc}"
-            raise ToolError(self._infra_error) from None
-        persistent = self.python_session == "persistent"
-        program = code
-        if persistent and self._cells:
-            size = sum(map(len, self._cells)) + len(code)
-            if size > MAX_SESSION_CHARS:
-                raise ToolError(
-                    f"the persistent Python session is too long ({size} characters of code with "
-                    f"the earlier cells; at most {MAX_SESSION_CHARS})"
-                )
-            program = replay_program(self._cells, code)
-        files_dir = self._materialised()
-        try:
-            result = sandbox.run(program, files_dir)
-        except Exception as exc:
-            self._infra_error = f"the sandbox failed: {type(exc).__name__}: {exc}"
-            raise ToolError(self._infra_error) from None
-        if persistent and _succeeded(result):
-            self._cells.append(code)
-        self._files_read.extend(getattr(result, "files_read", ()) or ())
-        return self._format_exec(result)
-
-    def _format_exec(self, result: Any) -> str:
-        """The sections of a sandbox result, all of them within ``max_output_chars``.
-
-        Sections that fit are shown whole; the rest share what is left (short ones first), each
-        cut with its own note: stdout, the value and the error keep their start, stderr keeps its
-        end (where a traceback says what went wrong).
-        """
-        sections: list[tuple[str, str, bool]] = []  # (label, text, keep the end)
-        for label, attr, keep_end in (
-            ("stdout", "stdout", False),
-            ("stderr", "stderr", True),
-            ("value", "value", False),
-            ("error", "error", False),
-        ):
-            raw = getattr(result, attr, None)
-            if raw is None or raw == "":
-                continue
-            text = raw if isinstance(raw, str) else repr(raw) if attr == "value" else str(raw)
-            sections.append((label, safe_text(text), keep_end))
-        flags = []
-        if getattr(result, "timed_out", False):
-            flags.append("[timed out: the code ran past the time limit]")
-        if getattr(result, "killed", False):
-            flags.append("[killed: the code exceeded a resource limit]")
-        if not sections and not flags:
-            return "[no output]"
-        overhead = sum(len(label) + 3 for label, _, _ in sections) + sum(map(len, flags))
-        overhead += len(sections) + len(flags) - 1  # the newlines between the parts
-        shares = _shares([len(text) for _, text, _ in sections], self.max_output_chars - overhead)
-        parts = [
-            f"[{label}]\n" + _clip(text, share, label, keep_end)
-            for (label, text, keep_end), share in zip(sections, shares, strict=True)
-        ]
-        return "\n".join([*parts, *flags])
-
-    def _get_sandbox(self) -> Any:
-        if self._sandbox is not None:
-            return self._sandbox
-        spec = self.sandbox_spec
-        if spec is None or isinstance(spec, str):
-            from isg_gym.tools.sandbox import SandboxLimits, get_sandbox
-
-            limits = self.sandbox_limits
-            if limits is None:
-                limits = SandboxLimits()
-            elif isinstance(limits, Mapping):
-                limits = SandboxLimits(**limits)
-            self._sandbox = get_sandbox(spec or "bwrap", limits)
-        elif hasattr(spec, "run"):
-            self._sandbox = spec
-        else:
-            raise ToolError(f"sandbox must be a backend name or have run()/close(), got {spec!r}")
-        return self._sandbox
-
-    def _materialised(self) -> str:
-        """The current repository on disk: read-only, randomly named, shared by the envs of this
-        process (:mod:`isg_gym.envs.materialize`), removed when the last one using it closes."""
-        assert self._repo is not None
-        try:
-            return self._leases.get(self._repo)
-        except OSError as exc:
-            raise ToolError(f"could not prepare the repository files: {exc}") from None
-
-    # --- render / close --------------------------------------------------------------------
-
-    def render(self) -> str | None:
-        if self.render_mode != "ansi":
-            return None
-        blocks = [f"=== {role} ===\n{text}" for role, text in self._transcript]
-        return "\n\n".join(blocks) + "\n"
-
-    def close(self) -> None:
-        """Release the sandbox worker and remove materialised files (idempotent)."""
-        sandbox, self._sandbox = getattr(self, "_sandbox", None), None
-        if sandbox is not None and hasattr(sandbox, "close"):
-            with contextlib.suppress(Exception):
-                sandbox.close()
-        if hasattr(self, "_leases"):
-            self._leases.release_all()
-        self._closed = True
-
-
-def _call_result(call: ParsedCall, output: str, *, error: bool) -> dict[str, Any]:
-    """One entry of ``info["tool_results"]``: the call, its observation text, whether it failed."""
-    return {"name": call.name, "arguments": call.arguments, "output": output, "error": error}
-
-
-def _succeeded(result: Any) -> bool:
-    return not (
-        getattr(result, "error", None)
-        or getattr(result, "timed_out", False)
-        or getattr(result, "killed", False)
-    )
-
-
-def _describe_action(action: Any) -> str:
-    """The action as the transcript keeps it: capped, bounded in depth, never raising."""
-    return describe_action(action, MAX_CODE_CHARS)
-
-
-def _shares(sizes: list[int], available: int) -> list[int]:
-    """Characters for each section: whole where it fits, an equal share of the rest else."""
-    shares = [0] * len(sizes)
-    remaining = max(0, available)
-    order = sorted(range(len(sizes)), key=lambda i: sizes[i])
-    for done, i in enumerate(order):
-        shares[i] = min(sizes[i], remaining // (len(sizes) - done))
-        remaining -= shares[i]
-    return shares
-
-
-def _clip(text: str, limit: int, label: str, keep_end: bool) -> str:
-    """``text`` in at most ``limit`` characters, a cut one with a note saying what is shown."""
-    if len(text) <= limit:
-        return text
-    note = f"[{label} cut: the last {'9' * len(str(len(text)))} of {len(text)} characters]"
-    room = max(0, limit - len(note) - 1)
-    if keep_end:
-        note = f"[{label} cut: the last {room} of {len(text)} characters]"
-        return note + "\n" + text[len(text) - room :]
-    return text[:room] + f"\n[{label} cut: the first {room} of {len(text)} characters]"
+    def _close(self) -> None:
+        self._leases.release_all()

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 BACKENDS = ("openai", "vllm", "llamacpp", "smolagents", "scripted")
-SCRIPTED_MODELS = ("oracle", "abstain", "random")
 
 
 class EvalCliError(Exception):
@@ -24,8 +23,14 @@ def add_commands(sub: Any) -> None:
         "summary.json, summary.md and plots/ to --out.",
     )
     _model_arguments(s)
-    s.add_argument("--split", default="isg-500", metavar="NAME",
-                   help="isg-500 (default), isg-test-500, or repos:A-B")  # fmt: skip
+    s.add_argument("--env", default="ISG-v0", metavar="ID",
+                   help="the environment (default ISG-v0); `isg envs` lists them")  # fmt: skip
+    s.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE",
+                   help="an argument of the env's constructor (VALUE read as JSON when it "
+                   "parses), e.g. --env-arg observation=full; repeatable")  # fmt: skip
+    s.add_argument("--split", default=None, metavar="NAME",
+                   help="a named split of the env (ISG-v0: isg-500, the default, "
+                   "isg-test-500, or repos:A-B)")  # fmt: skip
     s.add_argument("--episodes", type=int, default=None, metavar="N",
                    help="only the first N questions of the split")  # fmt: skip
     s.add_argument("--out", required=True, metavar="DIR", help="output directory")
@@ -49,6 +54,9 @@ def add_commands(sub: Any) -> None:
                    help="the model whose paraphrases to use (default: --model)")  # fmt: skip
     s.add_argument("--no-progress", action="store_true", help="no progress bar")
     s.set_defaults(run=cmd_eval)
+
+    s = sub.add_parser("envs", help="the registered environments, their splits and policies")
+    s.set_defaults(run=cmd_envs)
 
     s = sub.add_parser(
         "report",
@@ -81,7 +89,9 @@ def _model_arguments(s: argparse.ArgumentParser, scripted: bool = True) -> None:
     s.add_argument("--backend", required=True, choices=choices, help="where the model runs")
     s.add_argument("--model", required=True, metavar="NAME",
                    help="model name (openai, vllm), GGUF path or 'smollm2' (llamacpp), or "
-                        "oracle|abstain|random (scripted)")  # fmt: skip
+                        "a scripted policy of the env (ISG-v0: oracle|abstain|random); "
+                        "several, comma-separated: one run each in OUT/NAME and a "
+                        "leaderboard")  # fmt: skip
     s.add_argument("--base-url", default=None, metavar="URL",
                    help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")  # fmt: skip
     s.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VAR",
@@ -133,11 +143,13 @@ def make_policy(args: argparse.Namespace) -> Any:
     from isg_gym.eval.policy import ChatPolicy
 
     if args.backend == "scripted":
-        from isg_gym.eval.policies import make_scripted
+        from isg_gym.envs.registry import get_env
 
-        if args.model not in SCRIPTED_MODELS:
-            raise EvalCliError(f"--model for --backend scripted must be one of {SCRIPTED_MODELS}")
-        return make_scripted(args.model, **({"seed": args.seed} if args.model == "random" else {}))
+        entry = get_env(getattr(args, "env", "ISG-v0"))
+        if args.model not in entry.policies:
+            raise EvalCliError(f"--model for --backend scripted on {entry.id} must be one of "
+                               f"{', '.join(sorted(entry.policies))}")  # fmt: skip
+        return entry.policy(args.model, seed=args.seed)
     if args.backend == "smolagents":
         from isg_gym.eval.smolagents_adapter import SmolagentsPolicy
 
@@ -175,39 +187,84 @@ def _smolagents_model_factory(args: argparse.Namespace) -> Any:
 
 
 def cmd_eval(args: argparse.Namespace) -> None:
-    from isg_gym.eval.runner import evaluate
+    from isg_gym.envs.registry import get_env, parse_env_args
 
     if args.concurrency < 1 or (args.episodes is not None and args.episodes < 1):
         raise EvalCliError("--concurrency and --episodes must be positive integers")
     if args.max_steps < 1:
         raise EvalCliError("--max-steps must be a positive integer")
-    env_kwargs: dict[str, Any] = {"max_steps": args.max_steps, "sandbox": args.sandbox}
+    try:
+        entry = get_env(args.env)
+        env_kwargs: dict[str, Any] = {"max_steps": args.max_steps, "sandbox": args.sandbox,
+                                      **parse_env_args(entry, args.env_arg)}  # fmt: skip
+    except (ImportError, ValueError) as exc:
+        raise EvalCliError(str(exc)) from None
+    args.split = args.split or entry.default_split
+    if args.paraphrases and entry.id != "ISG-v0":
+        raise EvalCliError("--paraphrases applies to ISG-v0 questions only")
     if args.paraphrases:
         env_kwargs["question_texts"] = paraphrased_texts(
             args.split, args.episodes, args.paraphrases, args.paraphrase_model or args.model
         )
     if args.backend == "smolagents" and args.smolagents_model == "vllm" and args.concurrency > 1:
         raise EvalCliError("--smolagents-model vllm shares one engine: use --concurrency 1")
+    models = [m.strip() for m in args.model.split(",")]
+    if len(models) > 1 and (not all(models) or len(set(models)) != len(models)):
+        raise EvalCliError(f"--model {args.model!r}: give distinct names separated by commas")
+    if len(models) == 1:
+        print(headline(_evaluate_one(args, entry.id, env_kwargs, args.out), args.out))
+        return
+    # Several models: one run each in OUT/MODEL, then the leaderboard of them all.
+    from isg_gym.eval.report import write_leaderboard
+
+    dirs = []
+    for model in models:
+        out = Path(args.out) / model.replace("/", "_")
+        summary = _evaluate_one(argparse.Namespace(**{**vars(args), "model": model}),
+                                entry.id, env_kwargs, out)  # fmt: skip
+        print(f"{model}: {headline(summary, out)}")
+        dirs.append(out)
+    print()
+    print(write_leaderboard(dirs, Path(args.out) / "leaderboard.md"), end="")
+    print(f"leaderboard in {Path(args.out) / 'leaderboard.md'} (and leaderboard.png)")
+
+
+def _evaluate_one(
+    args: argparse.Namespace, env_id: str, env_kwargs: dict[str, Any], out: str | Path
+) -> dict[str, Any]:
+    """Run ``args.model`` on the split into ``out``; its summary."""
+    from isg_gym.eval.runner import evaluate
+
     try:
         policy = make_policy(args)
     except (ImportError, ValueError) as exc:
         raise EvalCliError(str(exc)) from None
     try:
-        summary = evaluate(
+        return evaluate(
             policy,
             args.split,
-            args.out,
+            out,
             episodes=args.episodes,
             concurrency=args.concurrency,
             resume=args.resume,
             env_kwargs=env_kwargs,
             progress=not args.no_progress,
+            env=env_id,
         )
     except (FileExistsError, ValueError) as exc:
         raise EvalCliError(str(exc)) from None
     finally:
         policy.close()
-    print(headline(summary, args.out))
+
+
+def cmd_envs(args: argparse.Namespace) -> None:
+    from isg_gym.envs.registry import ENVS
+
+    for entry in ENVS.values():
+        extra = f" (needs isg-gym[{entry.extra}])" if entry.extra else ""
+        print(f"{entry.id}: {entry.description}{extra}")
+        print(f"  splits: {', '.join(entry.split_names)} (default {entry.default_split})")
+        print(f"  scripted policies: {', '.join(entry.policies) or 'none'}")
 
 
 def paraphrased_texts(

@@ -200,6 +200,28 @@ def infrastructure_failures(records: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def episode_metrics(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Means of the envs' per-episode metrics (``episode_metrics`` of the records), overall
+    and by question type: ``{"overall": {name: mean}, "by_type": {type: {name: mean}}}``
+    (empty when no record has any)."""
+
+    def means(group: list[dict[str, Any]]) -> dict[str, float]:
+        values: dict[str, list[float]] = {}
+        for r in group:
+            for name, value in (r.get("episode_metrics") or {}).items():
+                if isinstance(value, int | float) and math.isfinite(value):
+                    values.setdefault(name, []).append(float(value))
+        return {name: sum(v) / len(v) for name, v in sorted(values.items())}
+
+    if not any(r.get("episode_metrics") for r in records):
+        return {}
+    by_type: dict[str, list[dict[str, Any]]] = {}
+    for r in records:
+        by_type.setdefault(str(r.get("type") or UNKNOWN), []).append(r)
+    return {"overall": means(records),
+            "by_type": {t: means(g) for t, g in sorted(by_type.items())}}  # fmt: skip
+
+
 def summarize(records: list[dict[str, Any]], run: dict[str, Any] | None = None) -> dict[str, Any]:
     """The JSON-able summary of a run's records (``run``, the run.json dict, echoed).
 
@@ -248,6 +270,7 @@ def summarize(records: list[dict[str, Any]], run: dict[str, Any] | None = None) 
             "reward": _mean([_float(r.get("reward")) for r in records]),
         },
         "tool_calls_by_name": dict(sorted(calls_by_name.items())),
+        "episode_metrics": episode_metrics(records),
         "parse_failures": {
             "failures": sum(failures),
             "steps": sum(steps),

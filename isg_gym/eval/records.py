@@ -62,8 +62,11 @@ def latest_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return keep[::-1]
 
 
-def build_record(episode: EpisodeState) -> dict[str, Any]:
-    """The JSON record of a finished (or failed) episode."""
+def build_record(
+    episode: EpisodeState, question_version: int = QUESTION_VERSION
+) -> dict[str, Any]:
+    """The JSON record of a finished (or failed) episode (``question_version``: the version of
+    the env's task generator)."""
     info0 = {**episode.info, **episode.gold}
     final = episode.final_info
     tool_calls = []
@@ -91,7 +94,7 @@ def build_record(episode: EpisodeState) -> dict[str, Any]:
     score = final.get("score")
     return {
         "schema": SCHEMA_VERSION,
-        "question_version": QUESTION_VERSION,
+        "question_version": question_version,
         "index": episode.index,
         "question_id": episode.question_id,
         "repository": info0.get("repository"),
@@ -119,8 +122,17 @@ def build_record(episode: EpisodeState) -> dict[str, Any]:
         "model_calls": episode.model_calls,
         "wall_s": round(time.perf_counter() - episode.started, 4),
         "error": episode.error,
+        "episode_metrics": _metrics(final.get("episode_metrics")),
         "transcript": capped_transcript(episode.messages),
     }
+
+
+def _metrics(value: Any) -> dict[str, float] | None:
+    """An env's per-episode metrics (name -> number), or None when it reports none."""
+    if not isinstance(value, dict):
+        return None
+    return {str(k): float(v) for k, v in value.items()
+            if isinstance(v, int | float) and not isinstance(v, bool)}  # fmt: skip
 
 
 MAX_TRANSCRIPT_CHARS = 100_000  # per message field: a 22 MB action must not land in the record
@@ -190,6 +202,7 @@ _OPTIONAL: dict[str, tuple[tuple[type, ...], bool]] = {
     "evidence_used": ((bool,), True),
     "score": ((dict,), True),
     "error": ((str,), True),
+    "episode_metrics": ((dict,), True),
 }
 
 

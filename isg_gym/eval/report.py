@@ -130,7 +130,7 @@ def render_markdown(summary: dict[str, Any], name: str = "run") -> str:
     warning = infrastructure_line(summary)
     if warning:
         lines += [f"**{warning}**", ""]
-    meta = [(k, run.get(k)) for k in ("backend", "model", "split", "episodes")]
+    meta = [(k, run.get(k)) for k in ("env", "backend", "model", "split", "episodes")]
     meta_lines = [f"- {key}: {_split_text(v)}" for key, v in meta if v not in (None, "")]
     version = summary.get("question_version")
     if version is not None:
@@ -182,6 +182,14 @@ def render_markdown(summary: dict[str, Any], name: str = "run") -> str:
     if summary.get("tool_calls_by_name"):
         calls = ", ".join(f"{k} {v}" for k, v in summary["tool_calls_by_name"].items())
         lines += ["", f"Tool calls by name: {calls}."]
+
+    metrics = summary.get("episode_metrics") or {}
+    if metrics.get("overall"):
+        names = list(metrics["overall"])
+        lines += ["", "## Episode metrics (means)", ""]
+        rows = [["all", *(_num(metrics["overall"].get(k), 3) for k in names)]]
+        rows += [[t, *(_num(m.get(k), 3) for k in names)] for t, m in metrics["by_type"].items()]
+        lines += _table(["type", *names], rows)
 
     parse = summary["parse_failures"]
     evidence = summary["evidence"]
@@ -278,7 +286,8 @@ def run_label(summary: dict[str, Any]) -> str:
     who = model if model == backend else f"{model} ({backend})"
     version = summary.get("question_version")
     tail = f", question generator v{version}" if isinstance(version, int) else ""
-    return f"{who} on {_split_text(run.get('split'))}{tail}"
+    env = f"{run['env']} " if run.get("env") else ""
+    return f"{who} on {env}{_split_text(run.get('split'))}{tail}"
 
 
 def write_plots(summary: dict[str, Any], plots_dir: Path) -> list[Path]:
@@ -355,11 +364,13 @@ def _leaderboard_text(ranked: list[tuple[str, dict[str, Any]]]) -> str:
     header = [
         "#",
         "run",
+        "env",
         "backend",
         "model",
         "split",
         "n",
         "accuracy",
+        "mean reward",
         "unans. F1",
         "tool calls/q",
         "tokens/q",
@@ -373,11 +384,13 @@ def _leaderboard_text(ranked: list[tuple[str, dict[str, Any]]]) -> str:
             [
                 rank,
                 name,
+                run.get("env") or "ISG-v0",
                 run.get("backend") or "n/a",
                 run.get("model") or "n/a",
                 _split_text(run.get("split")),
                 s["n"],
                 _with_interval(s),
+                _num(s["per_question"]["reward"], 3),
                 _ratio(s["unanswerable_detection"]["f1"]),
                 _num(s["per_question"]["tool_calls"], 2),
                 _num(s["per_question"]["total_tokens"], 0),

@@ -1,4 +1,5 @@
-"""The rollout runner: many ISG-v0 episodes at once, model calls batched, records as they finish.
+"""The rollout runner: many episodes of any registered env at once, model calls batched,
+records as they finish.
 
 :func:`evaluate` keeps ``concurrency`` environments busy. A :class:`~isg_gym.eval.policy.StepPolicy`
 is asked for one turn of every live episode per round (one batched model call: a single
@@ -25,7 +26,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from isg_gym.envs.env import ISGEnv
+from isg_gym.envs.registry import DEFAULT_ENV, EnvEntry, get_env
+from isg_gym.envs.tool_env import ToolEnv
 from isg_gym.eval.errors import InfrastructureError
 from isg_gym.eval.policy import EpisodePolicy, EpisodeState, Policy, StepPolicy, Turn
 from isg_gym.eval.records import (
@@ -36,12 +38,10 @@ from isg_gym.eval.records import (
     latest_records,
     read_records,
 )
-from isg_gym.eval.splits import resolve_split
-from isg_gym.qa.base import QUESTION_VERSION
 
 RUN_FILE = "run.json"
 PUBLIC_INFO = ("question_id", "repository", "type", "family", "step", "tools", "prompt")
-_RESUME_KEYS = ("question_version", "backend", "model", "split", "env_kwargs")
+_RESUME_KEYS = ("env", "question_version", "backend", "model", "split", "env_kwargs")
 
 
 def evaluate(
@@ -56,8 +56,10 @@ def evaluate(
     progress: bool = False,
     report: bool = True,
     run_info: dict[str, Any] | None = None,
+    env: str = DEFAULT_ENV,
 ) -> dict[str, Any]:
-    """Play the questions of ``split`` (the first ``episodes`` of them) and write the results.
+    """Play the questions of ``split`` (the first ``episodes`` of them) of the registered env
+    ``env`` (:mod:`isg_gym.envs.registry`) and write the results.
 
     ``out_dir`` receives ``episodes.jsonl`` (one record per episode, appended as each finishes),
     ``run.json`` (what was run) and, with ``report``, ``summary.json``, ``summary.md`` and
@@ -67,7 +69,8 @@ def evaluate(
     """
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, got {concurrency}")
-    questions = resolve_split(split)
+    entry = get_env(env)
+    questions = entry.resolve_split(split)
     if episodes is not None:
         if episodes < 1:
             raise ValueError(f"episodes must be >= 1, got {episodes}")
@@ -76,13 +79,14 @@ def evaluate(
     out.mkdir(parents=True, exist_ok=True)
     env_kwargs = dict(env_kwargs or {})
     run = {
+        "env": entry.id,
         "backend": policy.name,
         "model": policy.model,
         "split": split if isinstance(split, str) else "custom",
         "episodes": len(questions),
         "concurrency": concurrency,
         "env_kwargs": env_kwargs,
-        "question_version": QUESTION_VERSION,
+        "question_version": entry.question_version,
         **(run_info or {}),
     }
     done = _prepare(out, run, resume)
@@ -94,13 +98,13 @@ def evaluate(
         bar.add(len(done), sum(bool(r.get("correct")) for r in previous))
 
         def finish(episode: EpisodeState) -> None:
-            record = build_record(episode)
+            record = build_record(episode, entry.question_version)
             writer.write(record)
             bar.add(1, record["correct"])
             guard.check(record)
 
         if todo:
-            envs = [_make_env(env_kwargs) for _ in range(min(concurrency, len(todo)))]
+            envs = [_make_env(entry, env_kwargs) for _ in range(min(concurrency, len(todo)))]
             try:
                 if isinstance(policy, EpisodePolicy):
                     _run_episodes(policy, todo, envs, finish)
@@ -130,6 +134,7 @@ def _prepare(out: Path, run: dict[str, Any], resume: bool) -> set[tuple[int, str
         )
     if records and run_file.exists():
         before = json.loads(run_file.read_text(encoding="utf-8"))
+        before.setdefault("env", DEFAULT_ENV)  # runs from before the registry were ISG-v0
         changed = [k for k in _RESUME_KEYS if before.get(k) != run.get(k)]
         if changed:
             raise ValueError(
@@ -171,11 +176,11 @@ class _FailFast:
             )
 
 
-def _make_env(env_kwargs: dict[str, Any]) -> ISGEnv:
-    return ISGEnv(**{**env_kwargs, "privileged_info": True})
+def _make_env(entry: EnvEntry, env_kwargs: dict[str, Any]) -> ToolEnv:
+    return entry.make(**{**env_kwargs, "privileged_info": True})
 
 
-def _start(policy: Policy, env: ISGEnv, index: int, question_id: str) -> EpisodeState:
+def _start(policy: Policy, env: ToolEnv, index: int, question_id: str) -> EpisodeState:
     observation, info = env.reset(options={"question": question_id})
     gold = {k: v for k, v in info.items() if k not in PUBLIC_INFO}
     if not policy.privileged:
@@ -188,7 +193,7 @@ def _start(policy: Policy, env: ISGEnv, index: int, question_id: str) -> Episode
 def _run_steps(
     policy: StepPolicy,
     todo: list[tuple[int, str]],
-    envs: list[ISGEnv],
+    envs: list[ToolEnv],
     finish: Callable[[EpisodeState], None],
 ) -> None:
     pending = list(reversed(todo))
@@ -221,10 +226,10 @@ def _apply(policy: StepPolicy, episode: EpisodeState, turn: Turn) -> None:
 def _run_episodes(
     policy: EpisodePolicy,
     todo: list[tuple[int, str]],
-    envs: list[ISGEnv],
+    envs: list[ToolEnv],
     finish: Callable[[EpisodeState], None],
 ) -> None:
-    free: queue.SimpleQueue[ISGEnv] = queue.SimpleQueue()
+    free: queue.SimpleQueue[ToolEnv] = queue.SimpleQueue()
     for env in envs:
         free.put(env)
 
