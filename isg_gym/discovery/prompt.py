@@ -46,8 +46,11 @@ def findings_schema() -> dict[str, Any]:
         "type": "object",
         "properties": {
             "outcome": {"type": "string", "description": "a measured outcome (column name)"},
-            "factor": {"type": "string", "description": "a recorded column or path variable, "
-                       "or a variable the project names but did not record"},  # fmt: skip
+            "factor": {
+                "type": "string",
+                "description": "a recorded column or path variable, "
+                "or a variable the project names but did not record",
+            },  # fmt: skip
             "relation": {"type": "string", "enum": list(CLAIM_RELATIONS)},
             "scope": {
                 "type": "object",

@@ -93,7 +93,10 @@ class DiscoveryWorld:
 
     @cached_property
     def repo(self) -> Repository:
-        return Repository(self.spec)
+        """The files (keyed apart from ISG-v0's repository of the same seed)."""
+        return Repository(
+            self.spec, key=f"discovery:{self.seed}:{self.hypothesis.counterfactual:d}"
+        )
 
     @cached_property
     def truth(self) -> Truth:

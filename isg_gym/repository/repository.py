@@ -24,11 +24,16 @@ class Repository:
     """A pure function of its Spec: which files exist and what bytes each holds.
 
     Tables and serialised bytes are memoised per repository in bounded LRU caches
-    (``cache_size`` files each). Returned tables are shared: treat them as read-only.
+    (``cache_size`` files each). Returned tables are shared: treat them as read-only. ``key``
+    names the repository in process-wide caches (default: its seed); a repository of a
+    transformed Spec must pass a key of its own.
     """
 
-    def __init__(self, spec: Spec, cache_size: int = 128) -> None:
+    def __init__(self, spec: Spec, cache_size: int = 128, key: int | str | None = None) -> None:
         self.spec = spec
+        # what identifies the files in process-wide caches (materialised copies): the seed,
+        # unless this Spec is a transformation of the seed's own (then a distinct key)
+        self.key: int | str = spec.seed if key is None else key
         self._generator = TableGenerator(spec)
         self._table = lru_cache(maxsize=cache_size)(self._make_table)
         self._bytes = lru_cache(maxsize=cache_size)(self._make_bytes)

@@ -146,8 +146,8 @@ def _python(code: str) -> dict[str, Any]:
 
 
 def analysis_code(readme: Readme, outcomes: list[str], alpha: float = ALPHA) -> str:
-    """The sandbox program: load every file, test every outcome and factor, print the results
-    as one marked JSON line."""
+    """The sandbox program: load every file, test every outcome and factor, print the effects
+    found at ``alpha`` as one marked JSON line of ``[outcome, factor, relation]``."""
     layout = readme.layout()
     design = [c for c, kind in readme.columns.items()
               if kind in ("numeric", "categorical") and c not in outcomes]  # fmt: skip
@@ -158,7 +158,9 @@ def analysis_code(readme: Readme, outcomes: list[str], alpha: float = ALPHA) -> 
         f"{ANALYSIS_SOURCE}\n\nLAYOUT = json.loads({json.dumps(layout)!r})\n"
         f"PLAN = json.loads({json.dumps(plan)!r})\n"
         f"DATA = sd_load(LAYOUT)\n"
-        f"print({RESULT_MARK!r} + json.dumps(sd_analyse(DATA, PLAN)))\n"
+        "FOUND = [[r['outcome'], r['factor'], r['relation']] for r in sd_analyse(DATA, PLAN)\n"
+        "         if r['relation'] is not None and r['p'] < PLAN['alpha']]\n"
+        f"print({RESULT_MARK!r} + json.dumps(FOUND, separators=(',', ':')))\n"
     )
 
 
@@ -191,11 +193,9 @@ class AnalystPolicy(StepPolicy):
             return _send(episode, _python(code))
         output = _last_output(episode)
         results, cid = _result(output), call_id(output)
-        findings = []
-        for r in results or []:
-            if r["relation"] is not None and r["p"] < self.alpha and cid is not None:
-                findings.append({"outcome": r["outcome"], "factor": r["factor"].removesuffix(
-                    "_path"), "relation": r["relation"], "evidence": [cid]})  # fmt: skip
+        findings = [{"outcome": outcome, "factor": factor.removesuffix("_path"),
+                     "relation": relation, "evidence": [cid]}
+                    for outcome, factor, relation in (results or []) if cid is not None]  # fmt: skip
         return _send(episode, _submit(findings + untestable(state["readme"].unrecorded)))
 
 
