@@ -50,7 +50,7 @@ def findings_schema() -> dict[str, Any]:
                 "type": "string",
                 "description": "a recorded column or path variable, "
                 "or a variable the project names but did not record",
-            },  # fmt: skip
+            },
             "relation": {"type": "string", "enum": list(CLAIM_RELATIONS)},
             "scope": {
                 "type": "object",

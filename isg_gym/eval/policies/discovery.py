@@ -193,9 +193,11 @@ class AnalystPolicy(StepPolicy):
             return _send(episode, _python(code))
         output = _last_output(episode)
         results, cid = _result(output), call_id(output)
-        findings = [{"outcome": outcome, "factor": factor.removesuffix("_path"),
-                     "relation": relation, "evidence": [cid]}
-                    for outcome, factor, relation in (results or []) if cid is not None]  # fmt: skip
+        findings = [
+            {"outcome": o, "factor": f.removesuffix("_path"), "relation": r, "evidence": [cid]}
+            for o, f, r in (results or [])
+            if cid is not None
+        ]
         return _send(episode, _submit(findings + untestable(state["readme"].unrecorded)))
 
 

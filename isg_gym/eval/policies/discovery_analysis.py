@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from isg_gym.eval.policies.oracle import sb_data_files, sb_read  # noqa: F401  (sent as source)
+from isg_gym.eval.policies.oracle import sb_data_files, sb_read
 
 
 def sd_layout(layout: dict[str, Any]) -> re.Pattern:
