@@ -82,6 +82,7 @@ class DiscoveryScore:
     precision_raw: float
     recall_raw: float
     detectable_effects: int
+    assertions: int = 0  # pairs precision is over (claimed with an effect, or wrongly without)
     verdicts: list[Verdict] = field(default_factory=list)
     counterfactual: bool = False
     followed_data: bool | None = None
@@ -97,10 +98,13 @@ class DiscoveryScore:
                 for dim, (w, key, note) in TRUTHINSIGHT.items()}  # fmt: skip
 
     def metrics(self) -> dict[str, float]:
-        """Flat figures for evaluation summaries (components that do not apply are left out)."""
-        out = {"reward": self.reward, "precision": self.precision, "recall": self.recall,
-               "f1_raw": self.f1_raw, "claims": float(len(self.verdicts)),
+        """Flat figures for evaluation summaries (components that do not apply, and precision
+        without a claim, are left out)."""
+        out = {"reward": self.reward, "recall": self.recall, "f1_raw": self.f1_raw,
+               "claims": float(len(self.verdicts)),
                "counterfactual": float(self.counterfactual)}  # fmt: skip
+        if self.assertions:  # no precision without a claim it is over
+            out["precision"] = self.precision
         out |= {k: v for k, v in self.components.items() if v is not None}
         if self.control_testing is not None:
             out["control_testing"] = self.control_testing
@@ -211,6 +215,7 @@ def score(
         precision_raw=precision_raw,
         recall_raw=recall_raw,
         detectable_effects=len(detectable),
+        assertions=counted,
         verdicts=verdicts,
         control_testing=control,
     )

@@ -178,28 +178,32 @@ def program_relation(
     return "depends on"
 
 
+def pair_truth(
+    program: Program, rows: pd.DataFrame, outcome: str, factor: str, alpha: float = ALPHA
+) -> PairTruth:
+    """The truth of one pair over the served ``rows`` (:func:`~.data.pooled_rows`)."""
+    variables = program.variables
+    fvar, yvar = variables[factor], variables[outcome]
+    enters = factor in program.inputs[outcome]
+    relation = (program_relation(program, rows, outcome, factor) if enters else None) or "no effect"
+    directional = fvar.numeric and yvar.numeric
+    tests: tuple[Association, ...] = ()
+    found = False
+    if relation != "no effect":
+        tests = tuple(associations(rows[factor], rows[outcome], fvar.numeric, yvar.numeric))
+        found = detectable(list(tests), relation, directional, alpha)
+    return PairTruth(outcome, factor, relation, directional, enters, found, tests)
+
+
 def compute_truth(repo: Repository, alpha: float = ALPHA) -> Truth:
     """The truth of every (outcome, factor) pair of ``repo`` (module docstring)."""
     program = Program(repo.spec)
     rows = pooled_rows(repo)
-    variables = program.variables
-    pairs: dict[tuple[str, str], PairTruth] = {}
-    for outcome in program.outcomes:
-        yvar = variables[outcome]
-        for factor, fvar in variables.items():
-            if factor == outcome:
-                continue
-            enters = factor in program.inputs[outcome]
-            relation = program_relation(program, rows, outcome, factor) if enters else None
-            relation = relation or "no effect"
-            directional = fvar.numeric and yvar.numeric
-            tests: tuple[Association, ...] = ()
-            found = False
-            if relation != "no effect":
-                tests = tuple(associations(rows[factor], rows[outcome], fvar.numeric,
-                                           yvar.numeric))  # fmt: skip
-                found = detectable(list(tests), relation, directional, alpha)
-            pairs[outcome, factor] = PairTruth(outcome, factor, relation, directional, enters,
-                                               found, tests)  # fmt: skip
+    pairs = {
+        (outcome, factor): pair_truth(program, rows, outcome, factor, alpha)
+        for outcome in program.outcomes
+        for factor in program.variables
+        if factor != outcome
+    }
     unrecorded = {v.name: v.label for v in repo.spec.unrecorded}
     return Truth(repo.spec.seed, program, rows, pairs, unrecorded)
