@@ -139,8 +139,10 @@ def program_relation(
     variables = program.variables
     fvar = variables[factor]
     rows = _in_scope(rows, program, scope)
+    if rows[factor].notna().sum() == 0:
+        return None
     grid = _grid(rows[factor], fvar)
-    if len(rows) == 0 or len(grid) < 2:
+    if len(grid) < 2:
         return None
     roots = sorted(n for n in program.inputs[outcome] if not variables[n].outcome and n != factor)
     complete = rows[roots].notna().all(axis=1).to_numpy() if roots else np.ones(len(rows), bool)
