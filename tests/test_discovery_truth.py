@@ -9,7 +9,7 @@ from functools import cache
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import read_served
+from conftest import served_rows
 from scipy import stats
 
 from isg_gym.discovery import compute_truth, discovery_world
@@ -113,17 +113,6 @@ def test_no_effect_where_the_factor_does_not_enter(seed):
     assert 0 < len(truth.effects(detectable_only=True)) <= len(truth.effects())
 
 
-def _served_rows(repo: Repository) -> pd.DataFrame:
-    """Every data file parsed from its served bytes, with the file's path values."""
-    frames = []
-    for path in repo.data_files:
-        frame = read_served(repo.read_bytes(path), repo.spec.file_format)
-        for name, value in repo.path_values(path).items():
-            frame[name] = value
-        frames.append(frame)
-    return pd.concat(frames, ignore_index=True)
-
-
 def _independent_p(x: pd.Series, y: pd.Series, nx: bool, ny: bool, relation: str):
     """(p, sign) by other tests: Kendall's tau (and one-way ANOVA across quintile bins for a
     non-monotone effect), ANOVA across levels or labels, the G-test."""
@@ -148,7 +137,7 @@ def _independent_p(x: pd.Series, y: pd.Series, nx: bool, ny: bool, relation: str
 @pytest.mark.parametrize("seed", SEEDS)
 def test_detectability_agrees_with_an_independent_recomputation(seed):
     w = world(seed)
-    truth, rows = w.truth, _served_rows(w.repo)
+    truth, rows = w.truth, served_rows(w.repo)
     clear = 0
     for pair in truth.effects():
         fvar, yvar = truth.variables[pair.factor], truth.variables[pair.outcome]

@@ -8,7 +8,7 @@ import json
 
 import pandas as pd
 import pytest
-from conftest import read_served
+from conftest import served_rows
 from scipy import stats
 
 from isg_gym.envs import ISGEnv
@@ -40,16 +40,6 @@ def test_opt_in_only():
     assert "effect_direction" not in ISGEnv(sandbox="none").question_types
 
 
-def _served(repo: Repository) -> pd.DataFrame:
-    frames = []
-    for path in repo.data_files:
-        frame = read_served(repo.read_bytes(path), repo.spec.file_format)
-        for name, value in repo.path_values(path).items():
-            frame[name] = value
-        frames.append(frame)
-    return pd.concat(frames, ignore_index=True)
-
-
 def test_gold_is_recomputed_from_the_served_files():
     answers = []
     for seed in SEEDS:
@@ -61,10 +51,10 @@ def test_gold_is_recomputed_from_the_served_files():
             if not q.answerable:
                 assert q.reason == "unrecorded_variable"
                 assert factor in {u.name for u in repo.spec.unrecorded}
-                rows = _served(repo) if rows is None else rows
+                rows = served_rows(repo) if rows is None else rows
                 assert factor not in rows.columns
                 continue
-            rows = _served(repo) if rows is None else rows
+            rows = served_rows(repo) if rows is None else rows
             pairs = rows[[factor, outcome]].apply(pd.to_numeric).dropna()
             tau = stats.kendalltau(pairs[factor], pairs[outcome])
             assert tau.pvalue < 1e-4

@@ -22,12 +22,15 @@ import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib import resources
-from pathlib import Path
 
 from isg_gym.discovery.hypothesis import choose
 from isg_gym.discovery.world import DEFAULT_COUNTERFACTUAL_SHARE, is_counterfactual
-from isg_gym.eval.splits import EVAL_REPOSITORIES, TEST_REPOSITORIES, TRAIN_REPOSITORIES
+from isg_gym.eval.splits import (
+    EVAL_REPOSITORIES,
+    TEST_REPOSITORIES,
+    TRAIN_REPOSITORIES,
+    _split_file,
+)
 from isg_gym.simulator.procedural import build_spec
 
 SUFFIX = ".discovery"
@@ -88,10 +91,6 @@ def generate(split: Split, share: float = DEFAULT_COUNTERFACTUAL_SHARE) -> list[
         raise ValueError(f"split {split.name}: seeds {split.start}-{split.stop} hold too few "
                          f"Discovery repositories (missing {need})")  # fmt: skip
     return [question_id(s) for s in seeds]
-
-
-def _split_file(name: str) -> Path:
-    return Path(str(resources.files("isg_gym.data").joinpath("splits", f"{name}.txt")))
 
 
 def resolve_split(split: str | Sequence[str]) -> list[str]:

@@ -27,6 +27,7 @@ from isg_gym.eval.policies.baselines import _send
 from isg_gym.eval.policies.oracle import (
     RESULT_MARK,
     SANDBOX_HEADER,
+    _last_output,
     sb_data_files,
     sb_read,
     sb_read_log,
@@ -118,12 +119,6 @@ def outcomes_of(episode: EpisodeState) -> list[str]:
 def call_id(output: str) -> int | None:
     m = _CALL.search(output)
     return int(m.group(1)) if m else None
-
-
-def _last_output(episode: EpisodeState) -> str:
-    if episode.steps and episode.steps[-1].tool_results:
-        return str(episode.steps[-1].tool_results[0].get("output", ""))
-    return episode.observation
 
 
 def _result(output: str) -> Any:
