@@ -12,8 +12,10 @@ the process), it times
 - ``score``: scoring the oracle's report (the truth already computed), which is what a
   submission costs once the truth is cached for the repository.
 
-It prints the median, 90th percentile and maximum of each, and the mean number of data files
-and rows, since truth time grows with the rows.
+It prints the median, 90th percentile and maximum of each, the mean number of data files and
+rows (truth time grows with the rows), and what the truths hold: the share of (outcome, factor)
+pairs that are effects in the program, the share of those detectable in the served rows, and
+the relations.
 """
 
 from __future__ import annotations
@@ -68,6 +70,8 @@ def main() -> None:
         seed += 1
     env = DiscoveryEnv(sandbox="none")
     resets, truths, scores, files, rows = [], [], [], [], []
+    pairs = effects = found = on_outcomes = 0
+    relations: dict[str, int] = {}
     for seed in seeds:
         t = time.perf_counter()
         env.reset(options={"question": question_id(seed)})
@@ -78,6 +82,13 @@ def main() -> None:
         truths.append(time.perf_counter() - t)
         files.append(len(world.repo.data_files))
         rows.append(len(truth.rows))
+        pairs += len(truth.pairs)
+        for pair in truth.effects():
+            effects += 1
+            found += pair.detectable
+            on_outcomes += truth.variables[pair.factor].outcome
+            kind = pair.relation if pair.directional else "effect without a direction"
+            relations[kind] = relations.get(kind, 0) + 1
         claims, calls = oracle_claims(world)
         t = time.perf_counter()
         resolved = Resolver(world.spec).resolve_all(parse_findings(claims))
@@ -89,6 +100,9 @@ def main() -> None:
     print(f"{len(seeds)} Discovery repositories from seed {args.start}; mean "
           f"{statistics.mean(files):.0f} data files, {statistics.mean(rows):.0f} rows "
           f"(max {max(rows)}); load average {load[0]:.2f} on {os.cpu_count()} CPUs\n")  # fmt: skip
+    print(f"(outcome, factor) pairs: {pairs}; effects in the program: {effects} "
+          f"({effects / pairs:.1%}), of which detectable: {found} ({found / effects:.1%}), "
+          f"factor another outcome: {on_outcomes}; relations: {relations}\n")  # fmt: skip
     print("| step | median ms | p90 ms | max ms |\n|---|---|---|---|")
     print(row("reset (no privileged info)", resets))
     print(row("truth computation", truths))

@@ -123,14 +123,17 @@ def test_scripted_policies_through_the_runner(tmp_path):
     results = {}
     for name in ("oracle", "analyst", "empty", "random"):
         out = tmp_path / name
-        evaluate(entry.policy(name), ids, out, concurrency=1, env_kwargs=KW, report=False,
-                 env=entry.id)  # fmt: skip
+        evaluate(entry.policy(name), ids, out, concurrency=1, env_kwargs=KW,
+                 report=name == "oracle", env=entry.id)  # fmt: skip
         records = sorted(read_records(out / RECORDS_FILE), key=lambda r: r["index"])
         assert [r["question_id"] for r in records] == ids
         assert all(r["error"] is None for r in records), [r["error"] for r in records]
         json.dumps(records)
         results[name] = records
     assert [r["reward"] for r in results["oracle"]] == [1.0, 1.0]
+    report = (tmp_path / "oracle" / "summary.md").read_text()
+    assert "ISG-Discovery-v0" in report and "Episode metrics" in report
+    assert list((tmp_path / "oracle" / "plots").glob("*.png"))
     assert all(r["outcome"] == "correct" for r in results["oracle"])
     assert [r["reward"] for r in results["empty"]] == [0.0, 0.0]
     assert all(0.6 < r["reward"] <= 1.0 for r in results["analyst"])
