@@ -42,8 +42,9 @@ from isg_gym.tools.schemas import (
 
 DISCOVERY_VERSION = 1  # the task generator's version (question ids mean what they mean under it)
 TASK_TYPE = "discovery"
-# An analysis loads every data file (hundreds of xlsx workbooks take seconds of CPU each call).
-DEFAULT_SANDBOX_LIMITS = {"cpu_seconds": 60, "wall_seconds": 120, "memory_mb": 2048}
+# An analysis loads every data file: the largest repositories (800 xlsx workbooks, 130,000
+# rows) take about 40 s of CPU to read with pandas, and minutes of wall time on a busy machine.
+DEFAULT_SANDBOX_LIMITS = {"cpu_seconds": 120, "wall_seconds": 600, "memory_mb": 2048}
 _REPO_TRIES = 50
 NO_FINDINGS = (
     "no tool call or findings found in the message. Call a tool with "

@@ -6,8 +6,8 @@
   call, and flags the variables the README names as unrecorded as untestable. Its score is the
   reference a model should beat.
 - ``oracle`` (:class:`DiscoveryOraclePolicy`, privileged): claims exactly the program's
-  detectable effects from the answer key, backed by one call that reads every data file and
-  uses every column it names; scores 1.0.
+  detectable effects from the answer key, backed by one call that reads every data file (its
+  bytes: the answer is known) and names every variable it claims about; scores 1.0.
 - ``empty`` (:class:`EmptyClaimsPolicy`): submits no finding at once.
 - ``random`` (:class:`RandomClaimsPolicy`): reads the README, runs a trivial call, then
   submits random claims about random columns, seeded per episode.
@@ -36,6 +36,7 @@ from isg_gym.eval.policy import EpisodeState, StepPolicy, Turn
 from isg_gym.seeding import derive
 
 ALPHA = 1e-3
+MAX_ROWS = 50_000  # rows the analysis uses (a fixed sample of larger repositories)
 STYLES = ("{name}={val}", "{name}_{val}", "{name}-{val}", "{name}{val}", "{val}")
 _PATH_LINE = re.compile(r"^- `\{([a-z][a-z0-9]*)\}`: .*?e\.g\. `([^`]*)`")
 _DATE = re.compile(r"\[written ([YMD_\-]+)\]")
@@ -148,7 +149,7 @@ def analysis_code(readme: Readme, outcomes: list[str], alpha: float = ALPHA) -> 
               if kind in ("numeric", "categorical") and c not in outcomes]  # fmt: skip
     paths = list(layout["columns"].values())
     plan = {"outcomes": [o for o in outcomes if o in readme.columns], "design": design + paths,
-            "paths": paths, "alpha": alpha}  # fmt: skip
+            "paths": paths, "alpha": alpha, "max_rows": MAX_ROWS}  # fmt: skip
     return (
         f"{ANALYSIS_SOURCE}\n\nLAYOUT = json.loads({json.dumps(layout)!r})\n"
         f"PLAN = json.loads({json.dumps(plan)!r})\n"
@@ -215,10 +216,9 @@ class DiscoveryOraclePolicy(StepPolicy):
         if not episode.steps:
             names = sorted({n for e in effects for n in (e["outcome"], e["factor"])})
             code = (f"{SANDBOX_HEADER}\n{inspect.getsource(sb_data_files)}\n"
-                    f"{inspect.getsource(sb_read_log)}\n{inspect.getsource(sb_read)}\n"
                     f"USED = json.loads({json.dumps(names)!r})\n"
-                    "rows = sum(len(sb_read(f)) for f in sb_data_files())\n"
-                    "print(rows, 'rows;', len(USED), 'variables')\n")  # fmt: skip
+                    "size = sum(len(open(f, 'rb').read()) for f in sb_data_files())\n"
+                    "print(size, 'bytes read;', len(USED), 'variables')\n")  # fmt: skip
             return _send(episode, _python(code))
         cid = call_id(_last_output(episode))
         findings = [{"outcome": e["outcome"], "factor": e["factor"], "relation": e["relation"],
