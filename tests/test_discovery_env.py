@@ -71,6 +71,8 @@ def test_findings_errors_are_observations_and_messages_submit():
         assert not term and "missing required arguments ['findings']" in obs
         obs, _, term, _, _ = env.step("I think temperature matters.")
         assert not term and NO_FINDINGS in obs
+        obs, _, term, _, _ = env.step("<think>only thoughts</think>")
+        assert not term and "submit_findings" in obs and "final_answer" not in obs
         obs, _, term, _, _ = env.step('[{"outcome": "nope", "factor": "x", "relation": "x"}]')
         assert not term and "error" in obs
         outcome = env._world.outcomes[0]

@@ -27,7 +27,7 @@ from isg_gym.discovery.world import (
     discovery_world,
 )
 from isg_gym.envs import materialize
-from isg_gym.envs.actions import Parsed, ParsedCall, parse_action
+from isg_gym.envs.actions import FORMAT_HELP, Parsed, ParsedCall, parse_action
 from isg_gym.envs.tool_env import SEED_LIMIT, ToolEnv, ToolHandler
 from isg_gym.tools.arguments import ToolError, check_args
 from isg_gym.tools.filesystem import existing_files
@@ -46,11 +46,12 @@ TASK_TYPE = "discovery"
 # rows) take about 40 s of CPU to read with pandas, and minutes of wall time on a busy machine.
 DEFAULT_SANDBOX_LIMITS = {"cpu_seconds": 120, "wall_seconds": 600, "memory_mb": 2048}
 _REPO_TRIES = 50
-NO_FINDINGS = (
-    "no tool call or findings found in the message. Call a tool with "
-    '<tool_call>{"name": "TOOL", "arguments": {...}}</tool_call>, or end the episode with '
-    f"{SUBMIT_FINDINGS}(findings=[...]) or a message holding the JSON list of findings."
+HELP = (
+    'Call a tool with <tool_call>{"name": "TOOL", "arguments": {...}}</tool_call> (one or '
+    f"several per message), and end the episode with {SUBMIT_FINDINGS}(findings=[...]) or a "
+    "message holding the JSON list of findings."
 )
+NO_FINDINGS = "no tool call or findings found in the message. " + HELP
 
 
 class DiscoveryEnv(ToolEnv):
@@ -283,6 +284,11 @@ class DiscoveryEnv(ToolEnv):
     def _parse(self, action: Any) -> Parsed:
         """As ISG-v0, but a message without tool calls that holds findings submits them."""
         parsed = parse_action(action)
+        if parsed.error is not None:  # ISG-v0's help names final_answer
+            parsed.error = parsed.error.replace(FORMAT_HELP, HELP)
+        for call in parsed.calls:
+            if call.error is not None:
+                call.error = call.error.replace(FORMAT_HELP, HELP)
         if parsed.calls or (parsed.error is None and parsed.answer_text is None):
             return parsed
         if parsed.answer_text is None and not parsed.text:
