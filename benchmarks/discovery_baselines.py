@@ -8,9 +8,9 @@ Usage:
 
 ``RUNS`` holds one directory per policy with its ``episodes.jsonl`` (or the ``metrics.jsonl``
 that ``--export`` writes: one line per episode with its reward and episode metrics, small
-enough to commit). Means get a t interval (95%, clipped to [0, 1]); the counterfactual figure counts, over the
-counterfactual repositories, the reports whose claim about the stated hypothesis pair followed
-the data or the story, with Wilson intervals.
+enough to commit). Means get a t interval (95%, clipped to [0, 1]); the counterfactual figure
+counts, over the counterfactual repositories, the reports whose claim about the stated
+hypothesis pair followed the data or the story, with Wilson intervals.
 """
 
 from __future__ import annotations

@@ -74,8 +74,24 @@ def _variable_rows(spec: Spec) -> list[tuple[str, str, str, str]]:
     return rows
 
 
+def _spec(args: argparse.Namespace) -> Spec:
+    """The seed's Spec: built procedurally, or read from ``--specs DIR`` (a spec cache)."""
+    if getattr(args, "specs", None) is None:
+        return build_spec(args.seed)
+    from isg_gym.simulator.cache import SpecCacheError, SpecSource
+
+    try:
+        return SpecSource(args.specs, model=args.specs_model).spec(args.seed)
+    except SpecCacheError as exc:
+        raise CliError(str(exc)) from None
+
+
+def _repository(args: argparse.Namespace) -> Repository:
+    return Repository(_spec(args))
+
+
 def cmd_show(args: argparse.Namespace) -> None:
-    spec = build_spec(args.seed)
+    spec = _spec(args)
     repo = Repository(spec)
     t = spec.taxonomy
     vis = spec.readme
@@ -106,7 +122,7 @@ def cmd_show(args: argparse.Namespace) -> None:
 
 
 def cmd_tree(args: argparse.Namespace) -> None:
-    repo = Repository.from_seed(args.seed)
+    repo = _repository(args)
     print("/")
 
     def walk(path: str, depth: int, prefix: str) -> None:
@@ -121,7 +137,7 @@ def cmd_tree(args: argparse.Namespace) -> None:
 
 
 def cmd_cat(args: argparse.Namespace) -> None:
-    repo = Repository.from_seed(args.seed)
+    repo = _repository(args)
     if not repo.is_file(args.path):
         if repo.is_dir(args.path):
             raise CliError(f"{args.path!r} is a directory; use `isg tree {args.seed}`")
@@ -134,13 +150,13 @@ def cmd_cat(args: argparse.Namespace) -> None:
 
 
 def cmd_materialize(args: argparse.Namespace) -> None:
-    repo = Repository.from_seed(args.seed)
+    repo = _repository(args)
     root = repo.materialize(args.directory, progress=stderr_progress)
     print(f"wrote {len(repo.files())} files to {root}")
 
 
 def cmd_spec(args: argparse.Namespace) -> None:
-    print(build_spec(args.seed).to_json())
+    print(_spec(args).to_json())
 
 
 def cmd_questions(args: argparse.Namespace) -> None:
@@ -153,7 +169,7 @@ def cmd_questions(args: argparse.Namespace) -> None:
         raise CliError(f"unknown question type(s) {unknown}; known: {known_types()}")
     if not 0 <= args.unanswerable <= 1:
         raise CliError(f"--unanswerable must be within [0, 1], got {args.unanswerable}")
-    repo = Repository.from_seed(args.seed)
+    repo = _repository(args)
     questions = generate_questions(repo, args.count, types, args.unanswerable)
     if args.json:
         for q in questions:
@@ -167,6 +183,21 @@ def cmd_questions(args: argparse.Namespace) -> None:
         print()
 
 
+def _specs_arguments(s: argparse.ArgumentParser) -> None:
+    s.add_argument(
+        "--specs",
+        default=None,
+        metavar="DIR",
+        help="read the Spec from this spec cache (isg build) instead of building it",
+    )
+    s.add_argument(
+        "--specs-model",
+        default=None,
+        metavar="NAME",
+        help="the model whose specs to read when DIR holds several builds",
+    )
+
+
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="isg", description="InfiniteScienceGym repositories.")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -174,22 +205,26 @@ def parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("show", help="taxonomy, title, abstract, template, variables, file count")
     s.add_argument("seed", type=_seed, metavar="SEED", help=seed_help)
+    _specs_arguments(s)
     s.set_defaults(run=cmd_show)
 
     s = sub.add_parser("tree", help="the directory tree")
     s.add_argument("seed", type=_seed, metavar="SEED", help=seed_help)
     s.add_argument("--depth", type=_positive, default=99, metavar="N", help="levels to show")
+    _specs_arguments(s)
     s.set_defaults(run=cmd_tree)
 
     s = sub.add_parser("cat", help="print a file (xlsx as text)")
     s.add_argument("seed", type=_seed, metavar="SEED", help=seed_help)
     s.add_argument("path", metavar="PATH", help="file path inside the repository")
     s.add_argument("--head", type=_positive, default=None, metavar="N", help="first N lines")
+    _specs_arguments(s)
     s.set_defaults(run=cmd_cat)
 
     s = sub.add_parser("materialize", help="write the repository to a directory")
     s.add_argument("seed", type=_seed, metavar="SEED", help=seed_help)
     s.add_argument("directory", metavar="DIR", help="target directory (created if needed)")
+    _specs_arguments(s)
     s.set_defaults(run=cmd_materialize)
 
     s = sub.add_parser("questions", help="questions with gold answers and reasons")
@@ -199,34 +234,44 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--unanswerable", type=float, default=0.25, metavar="R",
                    help="share of unanswerable questions (default 0.25)")  # fmt: skip
     s.add_argument("--json", action="store_true", help="one JSON object per line")
+    _specs_arguments(s)
     s.set_defaults(run=cmd_questions)
 
     s = sub.add_parser("spec", help="the Spec as JSON")
     s.add_argument("seed", type=_seed, metavar="SEED", help=seed_help)
+    _specs_arguments(s)
     s.set_defaults(run=cmd_spec)
 
     from isg_gym.eval.cli import add_commands
 
     add_commands(sub)
+    from isg_gym.simulator.build_cli import add_command as add_build
+
+    add_build(sub)  # isg build
     from isg_gym.tools.sandbox.doctor import add_command as add_doctor
 
     add_doctor(sub)  # isg doctor
+    from isg_gym.play import add_command as add_play
+
+    add_play(sub)  # isg play
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from isg_gym.simulator.cache import SpecCacheError
+
     args = parser().parse_args(argv)
     try:
-        args.run(args)
+        status = args.run(args)
     except BrokenPipeError:
         return 0
-    except (CliError, EvalCliError, RepositoryPathError, OSError) as err:
+    except (CliError, EvalCliError, RepositoryPathError, SpecCacheError, OSError) as err:
         print(f"isg {args.command}: error: {err}", file=sys.stderr)
         return 2
     except (InfrastructureError, SandboxError) as err:  # the machine, not the answers
         print(f"isg {args.command}: error: {err}", file=sys.stderr)
         return 1
-    return 0
+    return status if isinstance(status, int) else 0
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ label tuples give statistically independent streams (``SeedSequence`` mixes the 
 from __future__ import annotations
 
 import hashlib
+from functools import lru_cache
 
 import numpy as np
 
@@ -21,6 +22,22 @@ def _label_words(label: Label) -> int:
     return int.from_bytes(digest[:16], "little")
 
 
+def _uint32_words(value: int) -> list[int]:
+    """``value`` as 32-bit words, lowest first, exactly as ``SeedSequence`` splits an int."""
+    if value == 0:
+        return [0]
+    words = []
+    while value:
+        words.append(value & 0xFFFFFFFF)
+        value >>= 32
+    return words
+
+
+@lru_cache(maxsize=256)
+def _label_uint32(label: Label, kind: type) -> tuple[int, ...]:
+    return tuple(_uint32_words(_label_words(label)))
+
+
 def check_seed(seed: object) -> int:
     """Return ``seed`` as an int, or raise ``ValueError`` naming what is accepted."""
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
@@ -31,6 +48,13 @@ def check_seed(seed: object) -> int:
 
 
 def derive(seed: int, *labels: Label) -> np.random.Generator:
-    """Return a generator determined by ``seed`` and ``labels`` alone."""
-    entropy = [check_seed(seed), *(_label_words(label) for label in labels)]
+    """Return a generator determined by ``seed`` and ``labels`` alone.
+
+    The entropy is ``[seed, *label words]``; it is handed to ``SeedSequence`` already split into
+    the 32-bit words ``SeedSequence`` would split it into (the same stream, made faster).
+    """
+    words = _uint32_words(check_seed(seed))
+    for label in labels:
+        words.extend(_label_uint32(label, type(label)))
+    entropy = np.array(words, dtype=np.uint32)
     return np.random.Generator(np.random.PCG64(np.random.SeedSequence(entropy)))

@@ -3,7 +3,8 @@
 Replies are consumed in order from a list (thread-safe), or computed by a callable from the
 request body. Reply forms:
 
-- ``{"content": "text"}``: an assistant message, ``finish_reason`` "stop";
+- ``{"content": "text"}``: an assistant message, ``finish_reason`` "stop" (or the reply's own
+  ``"finish_reason"``, e.g. "length");
 - ``{"tool_calls": [{"name": ..., "arguments": {...} | "<raw string>"}], "content": ...}``:
   structured calls with ids ``call_N``, N counting the calls of the whole conversation so far
   (unique within it, independent of arrival order); arguments are serialised to JSON unless
@@ -97,10 +98,12 @@ class ScriptedChatServer:
     dropped at once and only counted in ``abandoned``, so usage sums match what clients
     received. :meth:`wait_idle` waits for the requests in flight; :meth:`stop` does too.
     ``retry_after_ms`` adds a ``retry-after-ms`` header to error replies, which the openai SDK
-    honours (fast retries).
+    honours (fast retries). ``port`` 0 (default) takes a free port.
     """
 
-    def __init__(self, script: Script, *, retry_after_ms: float | None = None) -> None:
+    def __init__(
+        self, script: Script, *, retry_after_ms: float | None = None, port: int = 0
+    ) -> None:
         self._script = script
         self._queue = list(script) if isinstance(script, list) else None
         self._lock = threading.Lock()
@@ -114,6 +117,7 @@ class ScriptedChatServer:
         self.abandoned = 0
         self.errors: list[str] = []  # exceptions raised by a callable script
         self.url = ""
+        self.port = port
         self._active = 0
         self._idle = threading.Condition(self._lock)
         self._httpd: ThreadingHTTPServer | None = None
@@ -127,7 +131,7 @@ class ScriptedChatServer:
         class Handler(_Handler):
             owner = server
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         self._httpd.daemon_threads = True
         port = self._httpd.server_address[1]
         self.url = f"http://127.0.0.1:{port}/v1"
@@ -214,6 +218,7 @@ class ScriptedChatServer:
                 out_chars += len(call["name"]) + len(arguments)
             message["tool_calls"] = calls
             finish = "tool_calls"
+        finish = reply.get("finish_reason", finish)
         prompt = prompt_tokens(body)
         completion = max(1, out_chars // 4)
         response = {

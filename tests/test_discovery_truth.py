@@ -63,12 +63,13 @@ def _variant(expressions: dict[str, str]) -> Spec:
 def _known_truth():
     spec = _variant({
         "control_efficacy": "50 + 10*((mean_temp - 22)/5)",
-        "phytotoxicity": "10 + 3*((mean_temp - 22)/5)**2 + 0*leaf_wetness",
+        "phytotoxicity": "10 + 3*((mean_temp - 22)/5)**2 + 0*mulch_biomass",
         "relative_yield": "77 - 2*control_efficacy + 4*(product == 'tankmix')",
-        "resistance_status": "cut(0.5 + 0.3*((rain_after_spray - 3)/3)*((leaf_wetness - 12)/5),"
+        "resistance_status": "cut(0.5 + 0.3*((rain_after_spray - 3)/3)"
+                             "*((mulch_biomass - 2.5)/1.3),"
                              " [0.4, 0.6], ['susceptible', 'reduced', 'resistant'])",
     })  # fmt: skip
-    return compute_truth(Repository(spec, key="test-known-truth"))
+    return compute_truth(Repository(spec))
 
 
 @pytest.mark.parametrize(
@@ -77,7 +78,7 @@ def _known_truth():
         ("control_efficacy", "mean_temp", "increases", True),
         ("control_efficacy", "rain_after_spray", "no effect", False),
         ("phytotoxicity", "mean_temp", "depends on", True),  # an optimum inside the range
-        ("phytotoxicity", "leaf_wetness", "no effect", True),  # enters, but flat
+        ("phytotoxicity", "mulch_biomass", "no effect", True),  # enters, but flat
         ("relative_yield", "control_efficacy", "decreases", True),
         ("relative_yield", "mean_temp", "decreases", True),  # through control_efficacy
         ("relative_yield", "product", "depends on", True),  # categorical: no direction

@@ -16,7 +16,7 @@ from isg_gym.tools.sandbox.doctor import run_doctor
 
 BWRAP = sandbox_pkg.bwrap_available()
 LANDLOCK = landlock_mod.landlock_available()
-CHECKS = 9
+CHECKS = 10
 
 
 def doctor(*args: str, path: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -45,6 +45,7 @@ def test_doctor_picks_bubblewrap_and_all_checks_pass() -> None:
     assert "  backend: bwrap (auto: bubblewrap works here)" in proc.stdout
     assert _passes(proc.stdout) == CHECKS and "FAIL" not in proc.stdout
     assert f"{CHECKS}/{CHECKS} checks passed" in proc.stdout
+    assert re.search(r"^  PASS  a FileSource is served read-only \(", proc.stdout, flags=re.M)
 
 
 @pytest.mark.skipif(LANDLOCK is not None, reason=f"Landlock cannot run here: {LANDLOCK}")
@@ -98,3 +99,22 @@ def test_doctor_diagnosis_only() -> None:
     expected = 0 if BWRAP is None or LANDLOCK is None else 1
     assert run_doctor("auto", out=out, self_test=False) == expected
     assert "seccomp:" in out.getvalue() and "user namespaces:" in out.getvalue()
+
+
+def test_doctor_says_how_repositories_reach_the_sandbox(monkeypatch: pytest.MonkeyPatch) -> None:
+    from isg_gym.tools.sandbox import lazyview
+
+    out = io.StringIO()
+    monkeypatch.setenv(sandbox_pkg.FILES_ENV, "materialise")
+    run_doctor("auto", out=out, self_test=False)
+    assert "  file source: materialised copies (asked for" in out.getvalue()
+    monkeypatch.delenv(sandbox_pkg.FILES_ENV)
+    monkeypatch.setattr(lazyview, "lazy_view_problem", lambda: "no /dev/fuse (test)")
+    out = io.StringIO()
+    run_doctor("auto", out=out, self_test=False)
+    assert "  file source: materialised copies (no /dev/fuse (test))" in out.getvalue()
+    monkeypatch.undo()
+    out = io.StringIO()
+    run_doctor("auto", out=out, self_test=False)
+    expected = "lazy FUSE view" if lazyview.lazy_view_problem() is None else "materialised"
+    assert f"  file source: {expected}" in out.getvalue()

@@ -64,3 +64,24 @@ def test_vector_infos_stack_when_episodes_of_different_types_end_together():
         assert list(info["question_id"]) == ids
     finally:
         envs.close()
+
+
+def test_async_shared_memory_is_refused_with_the_fix():
+    """Gymnasium's shared memory for Text would return one placeholder string on every step."""
+    from isg_gym.envs.spaces import SharedMemoryTextError
+
+    with pytest.raises(SharedMemoryTextError, match=r"pass shared_memory=False"):
+        gym.vector.AsyncVectorEnv([_make, _make])  # shared_memory=True is Gymnasium's default
+    with pytest.raises(ValueError, match=r"vector_kwargs=\{\"shared_memory\": False\}"):
+        gym.make_vec("ISG-v0", 2, vectorization_mode="async", sandbox=FakeSandbox())
+    envs = gym.make_vec(
+        "ISG-v0", 2, vectorization_mode="async", vector_kwargs={"shared_memory": False},
+        sandbox=FakeSandbox(),
+    )  # fmt: skip
+    try:
+        obs, _ = envs.reset(seed=0)
+        assert all(o.startswith("You are a data analyst") for o in obs)
+        obs, *_ = envs.step(['{"name": "list_directory", "arguments": {}}'] * 2)
+        assert all(o.startswith("[list_directory]\n/ (depth 1):") for o in obs)
+    finally:
+        envs.close()

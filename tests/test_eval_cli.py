@@ -139,6 +139,18 @@ def test_report_rebuilds_and_ranks_runs(tmp_path: Path, capsys) -> None:
             ],
             "unknown env 'ISG-v9'",
         ),
+        (  # a base URL without a scheme: not "no API key"
+            ["eval", "--backend", "openai", "--model", "m", "--base-url", "127.0.0.1:8000/v1",
+             "--out", "{tmp}/x"],
+            "write it in full, e.g. http://127.0.0.1:8000/v1",
+        ),
+        (
+            ["eval", "--backend", "smolagents", "--model", "m", "--base-url",
+             "localhost:8000/v1", "--out", "{tmp}/x"],
+            "e.g. http://localhost:8000/v1",
+        ),
+        (["eval", "--backend", "scripted", "--model", "oracle", "--max-output-chars", "50",
+          "--out", "{tmp}/x"], "--max-output-chars must be >= 100"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys, argv, needle) -> None:
@@ -165,6 +177,42 @@ def test_eval_smolagents_backend(tmp_path: Path, capsys) -> None:
     assert [r["outcome"] in ("correct", "abstained") for r in records] == [True, True]
     assert [c["name"] for c in records[0]["tool_calls"]] == ["list_directory", "final_answer"]
     assert json.loads((out / "run.json").read_text())["backend"] == "smolagents"
+
+
+def test_eval_smolagents_passes_client_options(tmp_path: Path, capsys) -> None:
+    """--flatten-messages, --tool-choice, --max-tokens reach smolagents' requests; without
+    them smolagents sends lists of content parts and tool_choice "required"."""
+    pytest.importorskip("smolagents")
+
+    def reply(question: str, turn: int, body: dict[str, Any]) -> dict[str, Any]:
+        if turn == 0:
+            return {"tool_calls": [{"name": "list_directory", "arguments": {"path": "/"}}]}
+        return {"tool_calls": [{"name": "final_answer", "arguments": {"answer": "not possible"}}]}
+
+    bodies = {}
+    for name, extra in (("plain", []), ("flat", ["--flatten-messages", "--tool-choice", "auto",
+                                                 "--max-tokens", "77"])):  # fmt: skip
+        with ScriptedChatServer(by_conversation(reply)) as server:
+            argv = _eval(tmp_path / name, server.url, "--episodes", "1", *extra)
+            argv[argv.index("openai")] = "smolagents"
+            assert main(argv) == 0
+        bodies[name] = server.requests
+    assert all(b["tool_choice"] == "required" for b in bodies["plain"])
+    assert any(isinstance(m["content"], list) for b in bodies["plain"] for m in b["messages"])
+    for body in bodies["flat"]:
+        assert body["tool_choice"] == "auto" and body["max_tokens"] == 77
+        assert all(isinstance(m["content"], str) for m in body["messages"])
+
+
+def test_eval_max_output_chars_caps_what_the_model_reads(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "capped"
+    with ScriptedChatServer(by_conversation(_explore_then_abstain)) as server:
+        assert main(_eval(out, server.url, "--episodes", "2", "--max-output-chars", "120")) == 0
+        sent = server.requests
+    assert json.loads((out / "run.json").read_text())["env_kwargs"]["max_output_chars"] == 120
+    results = [m["content"] for b in sent for m in b["messages"] if m["role"] == "tool"]
+    assert results and all(len(text) <= 120 + len("[list_directory]\n") for text in results)
+    assert any("more entries not shown" in text for text in results)  # the tool's own note
 
 
 def test_paraphrase_then_evaluate_on_the_paraphrases(tmp_path: Path, capsys) -> None:

@@ -9,25 +9,20 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import sys
 from importlib import metadata
 from typing import Any
 
 import pytest
+from real_llamacpp import require_llama_cpp, smollm2_path
 
 from isg_gym.eval.backends import ChatBackend, Completion, llamacpp
 from isg_gym.eval.backends.llamacpp import (
-    INSTALL_HINT,
     MESSAGE_OVERHEAD,
-    MODEL_HINT,
     LlamaCppBackend,
     default_model_path,
     plain_messages,
 )
-
-OUTCOMES = {"correct", "wrong", "abstained", "format_error", "truncated", "no_answer"}
-
 
 # ---------------------------------------------------------------- a fake llama.cpp
 
@@ -72,7 +67,7 @@ def fake(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> LlamaCppBackend:
     monkeypatch.setattr(llamacpp, "_import_llama", lambda: FakeModule)
     model = tmp_path / "tiny.gguf"
     model.write_bytes(b"GGUF")
-    return LlamaCppBackend(str(model), n_ctx=1024, max_tokens=100)
+    return LlamaCppBackend(str(model), n_ctx=1024, max_tokens=100, state_bytes=0)
 
 
 def _size(messages: list[dict[str, str]]) -> int:
@@ -188,14 +183,13 @@ def test_complete_sends_plain_text_requests(fake: LlamaCppBackend) -> None:
     assert isinstance(fake, ChatBackend)
     assert (fake.name, fake.model) == ("llamacpp", "tiny.gguf")
     fake._llm.script = ["first", "second"]
-    tools = [{"type": "function", "function": {"name": "final_answer"}}]
-    out = fake.complete([_long_conversation(1, 10), _long_conversation(2, 10)], tools)
+    out = fake.complete([_long_conversation(1, 10), _long_conversation(2, 10)], [])
     assert out == [
         Completion(text="first", prompt_tokens=11, completion_tokens=3, finish_reason="stop"),
         Completion(text="second", prompt_tokens=11, completion_tokens=3, finish_reason="stop"),
     ]
     call = fake._llm.calls[0]
-    assert "tools" not in call and "grammar" not in call
+    assert "tools" not in call and call["grammar"] is None
     assert (call["max_tokens"], call["temperature"], call["seed"]) == (100, 0.0, 0)
     assert call["stop"] == ["<tool_response>"]
     assert {m["role"] for m in call["messages"]} <= {"system", "user", "assistant"}
@@ -251,29 +245,92 @@ def test_missing_model_names_the_install_command(monkeypatch: pytest.MonkeyPatch
         LlamaCppBackend("/nonexistent/model.gguf")
 
 
+# ---------------------------------------------------------------- grammars
+
+CITY = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}, "population": {"type": "integer"}},
+    "required": ["city", "population"],
+    "additionalProperties": False,
+}
+CITY_FORMAT = {"type": "json_schema", "json_schema": {"name": "city", "schema": CITY}}
+
+
+def test_tools_become_one_cached_grammar(fake: LlamaCppBackend) -> None:
+    require_llama_cpp()
+    from isg_gym.tools.schemas import tool_schemas
+
+    tools = tool_schemas()
+    fake._llm.script = ["a", "b"]
+    fake.complete([_long_conversation(1, 10)], tools)
+    fake.complete([_long_conversation(2, 10)], tool_schemas())  # an equal tool set
+    first, second = (c["grammar"] for c in fake._llm.calls)
+    assert first is second  # built once per tool set
+    text = first._grammar
+    root = next(line for line in text.splitlines() if line.startswith("root ::= "))
+    assert root == 'root ::= "<tool_call>" call "</tool_call>" | answer'
+    for tool in tools:
+        assert f'\\"{tool["function"]["name"]}\\"' in text
+    assert all(c["stop"] is None for c in fake._llm.calls)  # the grammar ends the message
+    fake.constrain_tools = False
+    fake.complete([_long_conversation(1, 10)], tools)
+    assert fake._llm.calls[-1]["grammar"] is None
+
+
+def test_response_format_becomes_a_grammar(fake: LlamaCppBackend) -> None:
+    require_llama_cpp()
+    fake._llm.script = ['{"city": "Oslo", "population": 700000}'] * 3
+    tools = [{"type": "function", "function": {"name": "final_answer", "parameters": {}}}]
+    (completion,) = fake.complete([_long_conversation(1, 10)], tools, response_format=CITY_FORMAT)
+    assert completion.text == '{"city": "Oslo", "population": 700000}'
+    grammar = fake._llm.calls[-1]["grammar"]
+    assert '\\"population\\"' in grammar._grammar and "tool_call" not in grammar._grammar
+    fake.complete([_long_conversation(1, 10)], [], response_format={"type": "json_object"})
+    assert fake._llm.calls[-1]["grammar"] is not None
+    fake.complete([_long_conversation(1, 10)], [], response_format={"type": "text"})
+    assert fake._llm.calls[-1]["grammar"] is None
+    calls = len(fake._llm.calls)
+    for bad in ({"type": "yaml"}, {"type": "json_schema"}, "json", {"type": "json_schema",
+                "json_schema": {"name": "x", "schema": ["not", "a", "schema"]}}):  # fmt: skip
+        with pytest.raises(ValueError, match=r"response_format|JSON schema"):
+            fake.complete([_long_conversation(1, 10)], [], response_format=bad)
+    assert len(fake._llm.calls) == calls  # refused before anything is generated
+
+
+def test_chat_format_is_passed_on_and_an_unknown_one_is_refused(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    require_llama_cpp()
+    monkeypatch.setattr(llamacpp, "_import_llama", lambda: FakeModule)
+    model = tmp_path / "tiny.gguf"
+    model.write_bytes(b"GGUF")
+    backend = LlamaCppBackend(str(model), chat_format="chatml")
+    assert backend._llm.kwargs["chat_format"] == "chatml"
+    with pytest.raises(ValueError, match=r"unknown chat format 'chatlm'.*chatml"):
+        LlamaCppBackend(str(model), chat_format="chatlm")
+
+
+def test_grammar_strings_hold_no_raw_control_characters() -> None:
+    require_llama_cpp()
+    from isg_gym.eval.backends.grammar import JSON_CHAR, schema_grammar
+
+    text = schema_grammar({"type": "string"})
+    assert f"char ::= {JSON_CHAR}" in text.splitlines()
+    assert "\\x00-\\x1F" in JSON_CHAR
+
+
+def test_a_schema_with_refs_converts_twice_and_stays_unchanged() -> None:
+    require_llama_cpp()
+    from isg_gym.eval.backends.grammar import schema_grammar
+
+    schema = {"type": "object", "properties": {"a": {"$ref": "#/$defs/X"}},
+              "$defs": {"X": {"type": "integer"}}}  # fmt: skip
+    before = json.dumps(schema, sort_keys=True)
+    assert schema_grammar(schema) == schema_grammar(schema)  # llama.cpp resolved refs in place
+    assert json.dumps(schema, sort_keys=True) == before
+
+
 # ---------------------------------------------------------------- the real model
-
-
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
-
-
-def _smollm2() -> str:
-    """The SmolLM2 GGUF path; skip locally (fail under CI) when llama.cpp or the model is
-    missing."""
-    problem = None
-    try:
-        import llama_cpp  # noqa: F401
-    except ImportError as exc:
-        problem = f"llama-cpp-python is not installed ({exc}); run: {INSTALL_HINT}"
-    if problem is None:
-        try:
-            return default_model_path()
-        except FileNotFoundError as exc:
-            problem = f"{exc} (install with: {MODEL_HINT})"
-    if _in_ci():
-        pytest.fail(f"CI needs the llama.cpp test model: {problem}")
-    pytest.skip(problem)
 
 
 class Recorder:
@@ -285,9 +342,9 @@ class Recorder:
         self.completions: list[Completion] = []
 
     def complete(
-        self, conversations: list[list[dict[str, Any]]], tools: list[Any]
+        self, conversations: list[list[dict[str, Any]]], tools: list[Any], **kwargs: Any
     ) -> list[Completion]:
-        out = self.backend.complete(conversations, tools)
+        out = self.backend.complete(conversations, tools, **kwargs)
         self.completions.extend(out)
         return out
 
@@ -296,49 +353,137 @@ class Recorder:
 
 
 def _short_questions() -> list[str]:
-    """One question each of three quick types from the public split."""
+    """One question each of two quick types from the public split."""
     from isg_gym.eval.splits import resolve_split
 
-    wanted = ["count_files", "has_readme", "file_extension"]
+    wanted = ["count_files", "has_readme"]
     ids = resolve_split("isg-500")
     return [next(q for q in ids if q.split(".")[1] == kind) for kind in wanted]
 
 
-def test_smollm2_plays_isg_episodes_end_to_end(tmp_path: Any) -> None:
-    smollm2 = _smollm2()
+def _is_valid_action(text: str, names: set[str]) -> bool:
+    """Whether ``text`` is exactly one ``<tool_call>`` of a known tool with an arguments object,
+    or a bare ``{"answer": ...}``: what the tool-call grammar allows."""
+    body = text.strip()
+    if body.startswith("<tool_call>") and body.endswith("</tool_call>"):
+        call = json.loads(body.removeprefix("<tool_call>").removesuffix("</tool_call>"))
+        return call.get("name") in names and isinstance(call.get("arguments"), dict)
+    value = json.loads(body)
+    return isinstance(value, dict) and set(value) == {"answer"}
+
+
+def test_smollm2_acts_with_valid_tool_calls_and_answers(tmp_path: Any) -> None:
+    smollm2 = smollm2_path()
     from isg_gym.eval import ChatPolicy, evaluate
     from isg_gym.eval.records import RECORDS_FILE, read_records
+    from isg_gym.tools.schemas import TOOL_NAMES
 
     questions = _short_questions()
-    recorder = Recorder(LlamaCppBackend(smollm2, n_ctx=4096, max_tokens=160, n_threads=1))
-    policy = ChatPolicy(recorder, native_tools=False)
+    backend = LlamaCppBackend(smollm2, n_ctx=2048, max_tokens=256, n_threads=1)
+    recorder = Recorder(backend)
+    policy = ChatPolicy(recorder, answer_on_last_step=True)  # tools sent: grammar decoding
+    env = {"max_steps": 3, "max_output_chars": 1000}
     try:
-        summary = evaluate(policy, questions, tmp_path, concurrency=1, env_kwargs={"max_steps": 3})
+        summary = evaluate(policy, questions, tmp_path, concurrency=1, env_kwargs=env)
     finally:
         policy.close()
     records = read_records(tmp_path / RECORDS_FILE)
     assert sorted(r["question_id"] for r in records) == sorted(questions)
-    texts = [c.text for c in recorder.completions]
-    assert all(c.error is None for c in recorder.completions)
-    assert any(t.strip() for t in texts)
+    assert summary["n"] == len(questions)
+    completions = recorder.completions
+    assert completions and all(c.error is None for c in completions)
+    for completion in completions:  # every finished message is a call the env can run
+        if completion.finish_reason == "stop":
+            assert _is_valid_action(completion.text, set(TOOL_NAMES)), completion.text
     transcript_texts = []
     for record in records:
-        assert record["outcome"] in OUTCOMES, record["outcome"]
-        assert record["error"] is None
+        # the episode reached an answer (final_answer or {"answer": ...}) and it was graded
+        assert record["outcome"] in ("correct", "wrong", "abstained"), record["outcome"]
+        assert record["score"] is not None and record["error"] is None
         assert record["completion_tokens"] > 0 and record["prompt_tokens"] > 0
         assert 1 <= record["steps"] <= 3 and record["model_calls"] == record["steps"]
+        assert all(c["name"] in TOOL_NAMES for c in record["tool_calls"])
         assistant = [m for m in record["transcript"] if m["role"] == "assistant"]
         assert len(assistant) == record["steps"]
         transcript_texts += [m["content"] for m in assistant]
-    assert sorted(transcript_texts) == sorted(texts)  # the model's own words, unedited
-    assert (tmp_path / "run.json").is_file()
-    if (tmp_path / "summary.json").is_file():
-        assert json.loads((tmp_path / "summary.json").read_text())["n"] == len(questions)
-        assert summary["n"] == len(questions)
+    assert sorted(transcript_texts) == sorted(c.text for c in completions)  # unedited
+    # each turn after an episode's first evaluated only what the conversation gained
+    calls = backend.calls
+    assert len(calls) == len(completions)
+    turn = 0
+    for record in records:
+        episode = calls[turn : turn + record["steps"]]
+        turn += record["steps"]
+        for before, after in itertools.pairwise(episode):
+            assert after.cached_tokens >= before.prompt_tokens
+            assert after.prompt_eval_tokens <= after.prompt_tokens - before.prompt_tokens
+    assert calls[records[0]["steps"]].cached_tokens > 0  # the next episode reused the system prompt
+
+
+def test_smollm2_grammar_decoder_picks_what_the_library_picks() -> None:
+    smollm2 = smollm2_path()
+    from isg_gym.tools.schemas import tool_schemas
+
+    backend = LlamaCppBackend(smollm2, n_ctx=1024, max_tokens=48, n_threads=1)
+    tools = tool_schemas()
+    chats = [
+        [{"role": "system", "content": "Use the tools. Write a long answer."},
+         {"role": "user", "content": "Which files are in the repository? Answer at length."}],
+        [{"role": "user", "content": "Say hello with final_answer."}],
+    ]  # fmt: skip
+    try:
+        ours = [backend.complete([chat], tools)[0] for chat in chats]
+        grammar = backend.grammar(tools)
+        library = [
+            backend._llm.create_chat_completion(messages=backend.fit(chat), grammar=grammar,
+                                                temperature=0.0, max_tokens=48, seed=0)
+            for chat in chats
+        ]  # fmt: skip
+    finally:
+        backend.close()
+    for mine, theirs in zip(ours, library, strict=True):
+        choice = theirs["choices"][0]
+        assert (mine.text, mine.finish_reason) == (choice["message"]["content"],
+                                                   choice["finish_reason"])  # fmt: skip
+        assert mine.completion_tokens == theirs["usage"]["completion_tokens"]
+
+
+def test_smollm2_resumes_each_conversation_played_in_turn() -> None:
+    smollm2 = smollm2_path()
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    count = {"type": "json_schema", "json_schema": {"name": "count", "schema": schema}}
+
+    def play(state_bytes: int) -> list[Any]:
+        backend = LlamaCppBackend(smollm2, n_ctx=1024, max_tokens=12, n_threads=1,
+                                  state_bytes=state_bytes)  # fmt: skip
+        chats = [
+            [{"role": "system", "content": "Count things. Reply with JSON."},
+             {"role": "user", "content": f"How many {thing} are there in a {where}?"}]
+            for thing, where in (("legs", "spider"), ("wheels", "tricycle"))
+        ]  # fmt: skip
+        try:
+            for round_ in range(2):
+                for chat, reply in zip(chats, backend.complete(chats, [], response_format=count),
+                                       strict=True):  # fmt: skip
+                    assert reply.error is None
+                    chat.append({"role": "assistant", "content": reply.text})
+                    chat.append({"role": "user", "content": f"And after {round_ + 1} more?"})
+        finally:
+            backend.close()
+        return backend.calls
+
+    warm = play(state_bytes=1 << 28)
+    # round two of each conversation picked up its own context (conversations in turn)
+    assert warm[2].cached_tokens >= warm[0].prompt_tokens
+    assert warm[3].cached_tokens >= warm[1].prompt_tokens
+    cold = play(state_bytes=0)
+    # without snapshots it shares only the common start with the other conversation's context
+    assert cold[2].cached_tokens < cold[0].prompt_tokens
+    assert cold[2].prompt_eval_tokens > warm[2].prompt_eval_tokens
 
 
 def test_smollm2_survives_a_conversation_longer_than_its_context() -> None:
-    smollm2 = _smollm2()
+    smollm2 = smollm2_path()
     backend = LlamaCppBackend(smollm2, n_ctx=512, max_tokens=16, n_threads=1)
     try:
         messages = _long_conversation(8, 3000)
@@ -349,3 +494,20 @@ def test_smollm2_survives_a_conversation_longer_than_its_context() -> None:
     assert completion.error is None, completion.error
     assert 0 < completion.prompt_tokens <= 512 - 16
     assert completion.completion_tokens > 0
+
+
+def test_smollm2_follows_a_response_format() -> None:
+    smollm2 = smollm2_path()
+    backend = LlamaCppBackend(smollm2, n_ctx=1024, max_tokens=64, n_threads=1)
+    conversation = [
+        {"role": "system", "content": "You extract facts as JSON."},
+        {"role": "user", "content": "Oslo is the capital of Norway; 709,000 people live there."},
+    ]
+    try:
+        (schema_reply,) = backend.complete([conversation], [], response_format=CITY_FORMAT)
+    finally:
+        backend.close()
+    assert schema_reply.error is None and schema_reply.finish_reason == "stop"
+    value = json.loads(schema_reply.text)
+    assert set(value) == {"city", "population"}
+    assert isinstance(value["city"], str) and type(value["population"]) is int

@@ -550,3 +550,41 @@ def test_a_context_overflow_is_the_models_failure_not_infrastructure(tmp_path: P
     assert [r["outcome"] for r in records] == ["context_exceeded"] * 2
     summary = summarize(records)
     assert (summary["n"], summary["correct"], summary["infrastructure_failures"]["n"]) == (2, 0, 0)
+
+
+def test_response_format_keyword_is_accepted() -> None:
+    response_format = {"type": "json_schema", "json_schema": {"name": "x", "schema": {}}}
+    with ScriptedChatServer([{"content": "{}"}]) as server:
+        backend = _backend(server, max_retries=0)
+        try:
+            (completion,) = backend.complete([_user("q")], [], response_format=response_format)
+        finally:
+            backend.close()
+    assert (completion.error, completion.text) == (None, "{}")
+
+
+def test_answer_on_last_step_offers_only_final_answer(tmp_path: Path) -> None:
+    """With answer_on_last_step the last step's request carries only the final_answer tool;
+    the model's answer there is graded like any other."""
+    from isg_gym.eval.splits import resolve_split
+
+    def explore_until_told(question: str, turn: int, body: dict[str, Any]) -> dict[str, Any]:
+        names = [t["function"]["name"] for t in body["tools"]]
+        if names == ["final_answer"]:
+            return {"tool_calls": [{"name": "final_answer", "arguments": {"answer": "7"}}]}
+        return {"tool_calls": [{"name": "list_directory", "arguments": {}}]}
+
+    ids = resolve_split("repos:0-2")
+    env = {**ENV_KWARGS, "max_steps": 3}
+    with ScriptedChatServer(by_conversation(explore_until_told)) as server:
+        backend = _backend(server, max_retries=0, concurrency=2)
+        policy = ChatPolicy(backend, answer_on_last_step=True)
+        evaluate(policy, ids, tmp_path, concurrency=2, env_kwargs=env, report=False)
+        backend.close()
+    offered = Counter(tuple(t["function"]["name"] for t in b["tools"]) for b in server.requests)
+    assert offered == {("list_directory", "read_text_file", "run_python_code", "final_answer"): 4,
+                       ("final_answer",): 2}  # fmt: skip
+    records = read_records(tmp_path / RECORDS_FILE)
+    assert [r["steps"] for r in records] == [3, 3]
+    assert {r["outcome"] for r in records} <= {"correct", "wrong"}
+    assert all(r["answer"] == "7" for r in records)

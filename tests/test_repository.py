@@ -1,6 +1,7 @@
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from isg_gym.repository import Repository, RepositoryPathError, canonical_path
@@ -131,3 +132,67 @@ def test_numeric_values_do_not_drift_between_files():
     num = [c.name for c in repo.spec.columns if c.role == "continuous"]
     if num:
         assert not np.array_equal(a[num[0]].to_numpy()[:20], b[num[0]].to_numpy()[:20])
+
+
+def test_columns_are_the_tables_values_and_read_only(repos):
+    from conftest import assert_same_values
+
+    for repo in repos[:40]:
+        path = repo.data_files[-1]
+        cols, table = repo.columns(path), repo.table(path)
+        assert list(cols) == list(table.columns) and cols.rows == len(table)
+        assert_same_values(pd.DataFrame(dict(cols)), table)
+        for values in cols.values():
+            assert not values.flags.writeable
+            if values.dtype == object:  # text: a missing value is None, never NaN
+                assert all(v is None or isinstance(v, str) for v in values.tolist())
+        assert repo.columns(path) is cols
+
+
+def test_a_dropped_repository_is_freed_without_the_garbage_collector():
+    """No reference cycle (an lru_cache on a bound method made one): a dropped repository and
+    its cached tables go at once, not at the next full collection."""
+    import gc
+    import weakref
+
+    gc.disable()
+    try:
+        repo = Repository.from_seed(3)
+        repo.table(repo.data_files[0])
+        repo.read_bytes(repo.data_files[0])
+        ref = weakref.ref(repo)
+        del repo
+        assert ref() is None
+    finally:
+        gc.enable()
+
+
+def test_categorical_draws_are_numpys_choice_with_probabilities():
+    from isg_gym.repository.tables import _categorical
+    from isg_gym.spec.models import CategoricalColumn
+
+    for k in (2, 3, 7):
+        rng = np.random.default_rng(k)
+        labels = [f"level{i}" for i in range(k)]
+        for _ in range(20):
+            p = rng.dirichlet(np.ones(k))
+            p = [float(x) for x in p]
+            p[-1] = 1.0 - sum(p[:-1])
+            col = CategoricalColumn(name="c", label="a label", unit="", values=labels,
+                                    description="categorical column", probabilities=p)  # fmt: skip
+            seed = int(rng.integers(2**31))
+            n = int(rng.integers(1, 300))
+            drawn = _categorical(col)(np.random.default_rng(seed), n, {})
+            want = np.array(col.values, dtype=object)[
+                np.random.default_rng(seed).choice(k, n, p=col.probabilities)
+            ]
+            assert drawn.tolist() == want.tolist()
+
+
+def test_paths_rendered_column_by_column_match_one_by_one(repos):
+    from isg_gym.repository.index import PathRenderer
+
+    for repo in repos[:60]:
+        renderer = PathRenderer(repo.spec)
+        codes = repo.index.codes
+        assert renderer.render_all(codes) == [renderer.render(row) for row in codes.tolist()]

@@ -650,6 +650,8 @@ def test_reward_config_is_frozen() -> None:
         ("The value is approximately \u22120.53.", "-0.53"),
         ("The mean is 19.3 and the minimum is 19.30", "19.3"),  # one value, written twice
         ("The count is 1,234 rows", "1,234"),
+        ("The file has 168 data rows.", "168"),
+        ("It contains 7 files", "7"),
     ],
 )
 def test_a_sentence_that_states_one_number_is_read_as_it(text: str, number: str) -> None:
@@ -669,6 +671,10 @@ def test_a_sentence_that_states_one_number_is_read_as_it(text: str, number: str)
         "It is 3 files or more",
         "It is 12%",
         "It is 3 to 4",
+        "It has 3 to 4 rows",
+        "19.3 g or 19.4 g",
+        "The file has 12 rows and 13 columns",
+        "19.3 19.4",
         "The first date is 2024-09-15",
         "19.2 19.3 19.4 19.5 19.6",
         "Growth at 37 C",  # no number is stated: a title keeps its text
@@ -687,6 +693,8 @@ def test_float_question_graded_from_a_sentence() -> None:
     score = grade(gold, "The minimum is 19.30 g.")
     assert score.correct and score.parsed == 19.3
     assert grade(q("integer", 12), "There are 12 files.").correct
+    assert grade(q("integer", 168), "The file has 168 data rows.").correct
+    assert grade(q("integer", 168), "168 rows").correct
     assert not grade(gold, "The minimum is 20.1 g, not 19.3").correct  # "not 19.3" is not stated
     assert grade(q("string", TITLE), f"The title is {TITLE}").value > 0.8  # no number: unchanged
 

@@ -38,12 +38,13 @@ def _gold(question_id: str) -> str:
 
 
 def _trl_tools(env: ISGToolEnv) -> set[str]:
-    """The tools TRL's GRPOTrainer discovers on an environment instance."""
-    return {
-        name
-        for name, _ in inspect.getmembers(env, predicate=inspect.ismethod)
-        if name != "reset" and not name.startswith("_")
-    }
+    """The tools TRL's GRPOTrainer (1.16) discovers: the class's functions other than reset and
+    get_reward whose name does not start with "_" (older TRL: the instance's bound methods)."""
+    found = {name for name, _ in inspect.getmembers(type(env), predicate=inspect.isfunction)}
+    bound = {name for name, _ in inspect.getmembers(env, predicate=inspect.ismethod)}
+    assert found == bound
+    return {name for name in found if name not in ("reset", "get_reward")
+            and not name.startswith("_")}  # fmt: skip
 
 
 def _args_section(doc: str) -> dict[str, str]:
@@ -62,31 +63,31 @@ def test_gold_answer_earns_reward_one(question_id: str) -> None:
     question = question_from_id(question_id)
     assert text.startswith(f"Question: {question.text}")
     assert "not possible" in text  # the answer instructions follow the question
-    assert env.question_id == question_id and env.get_reward() == 0.0
+    assert env.question_id == question_id and env.reward == 0.0
     listing = env.list_directory()
     assert listing.startswith("[list_directory]\n/ (depth 1):")
-    assert env.get_reward() == 0.0 and env.outcome is None
+    assert env.reward == 0.0 and env.outcome is None
     assert env.final_answer(_gold(question_id)) == (
         "[final_answer] answer received; the episode is over."
     )
-    assert env.get_reward() == 1.0 and env.outcome == "correct" and env.steps == 2
+    assert env.reward == 1.0 and env.outcome == "correct" and env.steps == 2
     # after the answer no tool runs and the reward stays
     assert env.list_directory().startswith("[error] the episode is over")
-    assert env.get_reward() == 1.0 and env.steps == 2
+    assert env.reward == 1.0 and env.steps == 2
 
 
 def test_wrong_answer_earns_zero_and_reset_clears() -> None:
     env = ISGToolEnv()
     env.reset(question_id=ANSWERABLE[0])
     env.final_answer("not possible")
-    assert env.get_reward() == 0.0 and env.outcome == "abstained"
+    assert env.reward == 0.0 and env.outcome == "abstained"
     env.reset(question_id=ANSWERABLE[1])
     env.final_answer("maybe")
-    assert env.get_reward() == 0.0 and env.outcome in ("wrong", "format_error")
+    assert env.reward == 0.0 and env.outcome in ("wrong", "format_error")
     env.reset(question_id=ANSWERABLE[1])  # a new rollout on the same instance
-    assert env.get_reward() == 0.0 and env.outcome is None and env.steps == 0
+    assert env.reward == 0.0 and env.outcome is None and env.steps == 0
     env.final_answer(_gold(ANSWERABLE[1]))
-    assert env.get_reward() == 1.0
+    assert env.reward == 1.0
 
 
 def test_tools_return_the_env_observations() -> None:
@@ -100,7 +101,7 @@ def test_tools_return_the_env_observations() -> None:
     assert env.read_text_file("/no/such/file.csv").startswith("[read_text_file] error:")
     out = env.run_python_code("import os\nprint(6 * 7, os.path.exists('README.md'))")
     assert out.startswith("[run_python_code]\n") and "42 True" in out
-    assert env.steps == 4 and env.get_reward() == 0.0
+    assert env.steps == 4 and env.reward == 0.0
 
 
 def test_step_budget_truncates_with_zero_reward() -> None:
@@ -109,9 +110,9 @@ def test_step_budget_truncates_with_zero_reward() -> None:
     env.list_directory()
     last = env.list_directory()
     assert "episode truncated" in last
-    assert env.outcome == "truncated" and env.get_reward() == 0.0
+    assert env.outcome == "truncated" and env.reward == 0.0
     assert env.final_answer(_gold(ANSWERABLE[0])).startswith("[error] the episode is over")
-    assert env.get_reward() == 0.0
+    assert env.reward == 0.0
 
 
 def test_seeded_reset_draws_training_questions() -> None:
@@ -145,21 +146,20 @@ def test_trl_sees_exactly_the_env_tools() -> None:
     env = ISGToolEnv()
     # configure is on the metaclass: callable on the class, invisible on instances
     assert not hasattr(env, "configure")
-    assert _trl_tools(env) == {*TOOL_METHODS, "get_reward"}  # recent TRL also skips get_reward
+    assert _trl_tools(env) == set(TOOL_METHODS)
+    # no get_reward: TRL would add it as a second reward source beside isg_reward
+    assert not hasattr(env, "get_reward") and isinstance(ISGToolEnv.reward, property)
     schemas = {s["function"]["name"]: s["function"]["parameters"] for s in tool_schemas()}
     assert set(TOOL_METHODS) == set(schemas)
-    for name in (*TOOL_METHODS, "get_reward"):
+    for name in TOOL_METHODS:
         method = getattr(ISGToolEnv, name)
         signature = inspect.signature(method)
         params = [p for p in signature.parameters.values() if p.name != "self"]
         hints = typing.get_type_hints(method)
-        assert hints["return"] in (str, float)
+        assert hints["return"] is str
         assert all(p.name in hints for p in params), name
         doc = inspect.getdoc(method) or ""
         assert doc and "Returns:" in doc, name
-        if name == "get_reward":
-            assert not params and hints["return"] is float
-            continue
         # Google-style Args: one described entry per parameter, as TRL's schema builder needs
         assert set(_args_section("\n" + inspect.getdoc(method))) == {p.name for p in params}
         # the same arguments, required ones and defaults as the env's own tool schema
@@ -182,8 +182,9 @@ def test_transformers_builds_tool_schemas_when_installed() -> None:
 def test_dataset_rows_follow_trl_prompt_flow() -> None:
     rows = make_dataset_rows("repos:1000-1003", max_steps=12)
     assert [r["question_id"] for r in rows] == generate_split(range(1000, 1003))
-    assert rows[0]["prompt"][0] == {"role": "system", "content": system_prompt(12)}
-    assert "at most 12 messages" in rows[0]["prompt"][0]["content"]
+    # the tools are left to TRL's chat template (tests/test_rl_trl.py)
+    assert rows[0]["prompt"][0] == {"role": "system", "content": system_prompt(12, tools=False)}
+    assert "at most 12 times" in rows[0]["prompt"][0]["content"]
     # what TRL does: reset(**row), then append the returned text to the last prompt message
     env = ISGToolEnv()
     row = copy.deepcopy(rows[1])

@@ -93,10 +93,9 @@ class DiscoveryWorld:
 
     @cached_property
     def repo(self) -> Repository:
-        """The files (keyed apart from ISG-v0's repository of the same seed)."""
-        return Repository(
-            self.spec, key=f"discovery:{self.seed}:{self.hypothesis.counterfactual:d}"
-        )
+        """The files (their ``key`` hashes the transformed Spec: apart from ISG-v0's repository
+        of the same seed)."""
+        return Repository(self.spec)
 
     @cached_property
     def truth(self) -> Truth:

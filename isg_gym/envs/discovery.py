@@ -255,7 +255,7 @@ class DiscoveryEnv(ToolEnv):
         assert self._world is not None
         number = len(self._calls) + 1
         try:
-            output = self._run_python(arguments, self._materialised)
+            output = self._run_python(arguments, self._sandbox_files)
         except ToolError as exc:
             self._record(number, False)
             raise ToolError(f"{CALL_ID}{number}\n{exc}") from None
@@ -271,6 +271,14 @@ class DiscoveryEnv(ToolEnv):
     def _files_read(self, paths: list[str]) -> list[str]:
         assert self._world is not None
         return existing_files(self._world.repo, paths)
+
+    def _sandbox_files(self) -> Any:
+        """What run_python_code shows at /data: as ISG-v0, the Repository itself (a FileSource,
+        served lazily) for the built-in sandboxes, a materialised directory for others."""
+        if getattr(self._python.sandbox(), "accepts_file_sources", False):
+            assert self._world is not None
+            return self._world.repo
+        return self._materialised()
 
     def _materialised(self) -> str:
         assert self._world is not None

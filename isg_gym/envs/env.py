@@ -7,9 +7,13 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+# The pair-statistic questions need scipy.stats (about 1 s and 60 MB to import). isg_gym imports
+# it on first use; the env imports it up front, so that no reset pays for it.
+import scipy.stats  # noqa: F401
+
 from isg_gym.dataset import ANSWER_INSTRUCTIONS
 from isg_gym.envs import materialize
-from isg_gym.envs.tool_env import SEED_LIMIT, ToolEnv, ToolHandler
+from isg_gym.envs.tool_env import SEED_LIMIT, ToolEnv, ToolHandler, score_info
 from isg_gym.qa import QUESTION_TYPES, Question, format_answer, question_at, question_from_id
 from isg_gym.qa.base import known_types
 from isg_gym.qa.conventions import CONVENTIONS
@@ -62,7 +66,9 @@ class ISGEnv(ToolEnv):
     A string (:class:`~isg_gym.envs.spaces.UnicodeText`). After ``reset``: the system prompt
     with the tool descriptions, then the question and the answer instructions. After ``step``:
     the tool results (each headed ``[tool_name]``), or an error message explaining what was
-    wrong with the action.
+    wrong with the action. Text cannot travel through Gymnasium's shared memory:
+    ``gym.vector.AsyncVectorEnv`` needs ``shared_memory=False`` (its default raises an error
+    saying so); ``SyncVectorEnv`` needs nothing.
 
     ## Action
 
@@ -141,6 +147,11 @@ class ISGEnv(ToolEnv):
     - ``render_mode``: ``"ansi"`` for a text transcript.
     - ``question_texts``: question id -> text shown instead of the templated question (e.g.
       accepted paraphrases from ``isg paraphrase``); the answer and grading are unchanged.
+    - ``specs``: a spec cache directory (``isg build --cache DIR``) or a
+      :class:`~isg_gym.simulator.cache.SpecSource`: repositories come from its built Specs
+      (e.g. LLM-built) instead of the procedural builder, and seeds are drawn only from the
+      cached seeds within ``[start, start + num)``; pinning a seed the cache does not hold
+      is a ``ValueError`` naming the seeds it does hold.
 
     ``reset(options=...)`` pins an episode: ``{"repository": 118}``, ``{"question":
     "118.univariate_statistic.3"}``, or ``{"repository": 118, "type": "count_rows"}``.
@@ -170,6 +181,7 @@ class ISGEnv(ToolEnv):
         privileged_info: bool = False,
         render_mode: str | None = None,
         question_texts: Mapping[str, str] | None = None,
+        specs: Any = None,
     ) -> None:
         if not 0 <= start_repository <= SEED_LIMIT:
             raise ValueError(f"start_repository must be in [0, {SEED_LIMIT}]")
@@ -195,6 +207,7 @@ class ISGEnv(ToolEnv):
         self.answer_instructions = answer_instructions
         self.question_configs = dict(question_configs) if question_configs else None
         self.question_texts = dict(question_texts or {})
+        self.specs, self.specs_build = _specs_location(specs)
         super().__init__(
             max_steps=max_steps,
             max_output_chars=max_output_chars,
@@ -204,11 +217,20 @@ class ISGEnv(ToolEnv):
             privileged_info=privileged_info,
             render_mode=render_mode,
         )
+        if self._spec_source is not None and not self._seed_pool:
+            end = start_repository + num_repositories if num_repositories else "end"
+            raise ValueError(f"the spec cache {self.specs} holds no built seed in "
+                             f"[{start_repository}, {end})")  # fmt: skip
 
     # --- state -----------------------------------------------------------------------------
 
     def _init_runtime(self) -> None:
         super()._init_runtime()
+        from isg_gym.simulator.cache import SpecSource
+
+        self._spec_source = (None if self.specs is None
+                             else SpecSource(self.specs, **self.specs_build))  # fmt: skip
+        self._seed_pool = [] if self._spec_source is None else self._cached_seeds()
         self._repos: OrderedDict[int, Repository] = OrderedDict()
         self._leases = materialize.Leases(keep=2)
         self._leases_finalizer = weakref.finalize(self, self._leases.release_all)
@@ -226,13 +248,23 @@ class ISGEnv(ToolEnv):
     def _repository(self, seed: int) -> Repository:
         repo = self._repos.get(seed)
         if repo is None:
-            repo = Repository.from_seed(seed)
+            if self._spec_source is None:
+                repo = Repository.from_seed(seed)
+            else:
+                repo = Repository(self._spec_source.spec(seed))
             self._repos[seed] = repo
             while len(self._repos) > 4:
                 self._repos.popitem(last=False)
         else:
             self._repos.move_to_end(seed)
         return repo
+
+    def _cached_seeds(self) -> list[int]:
+        """The spec cache's built seeds within [start, start + num) (num 0: no end)."""
+        assert self._spec_source is not None
+        end = self.start_repository + self.num_repositories if self.num_repositories else None
+        return [s for s in self._spec_source.seeds
+                if s >= self.start_repository and (end is None or s < end)]  # fmt: skip
 
     # --- reset -----------------------------------------------------------------------------
 
@@ -265,6 +297,8 @@ class ISGEnv(ToolEnv):
         for _ in range(1 if pinned is not None else _REPO_TRIES):
             if pinned is not None:
                 seed = int(pinned)
+            elif self._spec_source is not None:
+                seed = self._seed_pool[int(rng.integers(len(self._seed_pool)))]
             else:
                 span = self.num_repositories or (SEED_LIMIT + 1 - self.start_repository)
                 seed = self.start_repository + int(rng.integers(span))
@@ -322,7 +356,7 @@ class ISGEnv(ToolEnv):
         return {
             LIST_DIRECTORY: lambda args: files.list_directory(repo, args),
             READ_TEXT_FILE: lambda args: self._read_text_file(repo, args),
-            RUN_PYTHON_CODE: lambda args: self._run_python(args, self._materialised),
+            RUN_PYTHON_CODE: lambda args: self._run_python(args, self._sandbox_files),
         }
 
     def _read_text_file(self, repo: Repository, arguments: dict[str, Any]) -> str:
@@ -333,6 +367,13 @@ class ISGEnv(ToolEnv):
     def _files_read(self, paths: list[str]) -> list[str]:
         assert self._repo is not None  # a failed open of a missing path is not a read
         return existing_files(self._repo, paths)
+
+    def _sandbox_files(self) -> Any:
+        """What run_python_code shows at /data: the Repository itself (a FileSource, served
+        lazily) for the built-in sandboxes, a materialised directory for other objects."""
+        if getattr(self._python.sandbox(), "accepts_file_sources", False):
+            return self._repo
+        return self._materialised()
 
     def _materialised(self) -> str:
         """The current repository on disk: read-only, randomly named, shared by the envs of this
@@ -358,19 +399,20 @@ class ISGEnv(ToolEnv):
             outcome = "format_error"
         else:
             outcome = "wrong"
-        info = {
-            "outcome": outcome,
-            "score": {
-                "value": score.value,
-                "parsed": None if score.parsed is None else str(score.parsed),
-                "correct": score.correct,
-                "abstained": score.abstained,
-                "explanation": score.explanation,
-                "components": components,
-            },
-            "answer_text": text,
-        }
+        info = {"outcome": outcome, "score": score_info(score, components), "answer_text": text}
         return float(total), info
 
     def _close(self) -> None:
         self._leases.release_all()
+
+
+def _specs_location(specs: Any) -> tuple[str | None, dict[str, Any]]:
+    """(directory, which build) of the ``specs`` argument: a path, or a SpecSource."""
+    if specs is None:
+        return None, {}
+    directory = getattr(getattr(specs, "cache", None), "dir", None)
+    if directory is not None:
+        build = {"builder": specs.builder, "model": specs.model,
+                 "prompt_version": specs.prompt_version}  # fmt: skip
+        return str(directory), build
+    return str(specs), {}

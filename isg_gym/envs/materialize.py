@@ -1,8 +1,7 @@
 """A process-wide, reference-counted cache of materialised repositories.
 
 The sandbox needs a repository on disk. Writing one costs from milliseconds to seconds, so every
-environment in a process shares one read-only copy per repository (its seed, or the key of a
-transformed repository: :attr:`Repository.key`; files ``0444``,
+environment in a process shares one read-only copy per repository seed (files ``0444``,
 directories ``0555``, in a randomly named ``isg-repo-*`` temporary directory):
 
 - :func:`acquire` writes the repository on first use and adds a reference;
@@ -40,10 +39,11 @@ PREFIX = "isg-repo-"
 class _Entry:
     path: str
     refs: int
+    key: str = ""  # the Repository.key written there: one seed, one Spec per process at a time
 
 
 _lock = threading.RLock()
-_entries: dict[int | str, _Entry] = {}
+_entries: dict[int, _Entry] = {}
 _owner_pid = os.getpid()
 
 
@@ -100,7 +100,7 @@ def acquire(repo: Repository) -> str:
     Raises :class:`OSError` when it cannot be written. Materialisation runs under the cache lock,
     so concurrent threads asking for the same repository write it once.
     """
-    seed = repo.key  # the seed, or the key of a transformed repository
+    seed = repo.seed
     with _lock:
         _check_pid()
         entry = _entries.get(seed)
@@ -108,13 +108,18 @@ def acquire(repo: Repository) -> str:
             del _entries[seed]  # removed behind our back: write it again
             entry = None
         if entry is None:
-            entry = _Entry(_write(repo), 0)
+            entry = _Entry(_write(repo), 0, repo.key)
             _entries[seed] = entry
+        elif entry.key != repo.key:  # e.g. a cached LLM-built Spec beside the procedural one
+            raise OSError(
+                f"repository {seed} is materialised in this process from another Spec; two "
+                "Specs of one seed (procedural and cached, or two models) cannot be open at once"
+            )
         entry.refs += 1
         return entry.path
 
 
-def release(seed: int | str, path: str | None = None) -> None:
+def release(seed: int, path: str | None = None) -> None:
     """Drop one reference to ``seed``'s directory (``path``, when given, must match: a stale
     reference to a directory that was since replaced is ignored)."""
     with _lock:
@@ -128,7 +133,7 @@ def release(seed: int | str, path: str | None = None) -> None:
             remove_tree(entry.path)
 
 
-def refcount(seed: int | str) -> int:
+def refcount(seed: int) -> int:
     """How many references this process holds to ``seed``'s directory (0 when not cached)."""
     with _lock:
         _check_pid()
@@ -136,7 +141,7 @@ def refcount(seed: int | str) -> int:
         return 0 if entry is None else entry.refs
 
 
-def cached() -> dict[int | str, str]:
+def cached() -> dict[int, str]:
     """``{seed: directory}`` of the repositories materialised in this process."""
     with _lock:
         _check_pid()
@@ -163,11 +168,11 @@ class Leases:
 
     def __init__(self, keep: int = 2) -> None:
         self.keep = max(1, int(keep))
-        self._held: OrderedDict[int | str, str] = OrderedDict()
+        self._held: OrderedDict[int, str] = OrderedDict()
 
     def get(self, repo: Repository) -> str:
         """The repository's directory, acquiring it on first use by this owner."""
-        seed = repo.key
+        seed = repo.seed
         path = self._held.get(seed)
         if path is not None and os.path.isdir(path):
             self._held.move_to_end(seed)
@@ -182,7 +187,7 @@ class Leases:
             release(old_seed, old_path)
         return path
 
-    def held(self) -> dict[int | str, str]:
+    def held(self) -> dict[int, str]:
         return dict(self._held)
 
     def release_all(self) -> None:

@@ -157,6 +157,23 @@ register_env(
 
 register_env(
     EnvEntry(
+        id="ISG-Orbits-v0",
+        entry_point="isg_gym.envs.orbits:OrbitsEnv",
+        description="infer a binary star system's physics from observations under a budget",
+        splits="isg_gym.orbits.splits:resolve_split",
+        split_names=("orbits-200", "orbits-test-200"),
+        policies={
+            "expert": "isg_gym.eval.policies.orbits:OrbitsExpertPolicy",
+            "abstain": "isg_gym.eval.policies.baselines:AbstainPolicy",
+            "random": "isg_gym.eval.policies.orbits:OrbitsRandomPolicy",
+        },
+        question_version=1,  # isg_gym.orbits.sampling.QUESTION_VERSION (a test keeps them equal)
+        extra="orbits",
+    )
+)
+
+register_env(
+    EnvEntry(
         id="ISG-Discovery-v0",
         entry_point="isg_gym.envs.discovery:DiscoveryEnv",
         description="find which recorded variables affect a repository's outcomes, graded "

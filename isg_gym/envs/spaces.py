@@ -1,4 +1,10 @@
-"""Text spaces that accept any Unicode string (Gymnasium's ``Text`` rejects most prose)."""
+"""Text spaces that accept any Unicode string (Gymnasium's ``Text`` rejects most prose).
+
+Gymnasium's ``AsyncVectorEnv(shared_memory=True)`` (its default) cannot carry them: its shared
+memory for ``Text`` is decoded once, at construction, so every later observation would be the
+same 1,048,576-character placeholder. Building a shared-memory buffer for these spaces is
+therefore an error that says to pass ``shared_memory=False``.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,7 @@ from typing import Any
 
 import numpy as np
 from gymnasium.spaces import Text
+from gymnasium.vector.utils import create_shared_memory
 
 _SAMPLE_ALPHABET = string.ascii_letters + string.digits + string.punctuation + " \n"
 
@@ -17,6 +24,10 @@ class UnicodeText(Text):
 
     It subclasses :class:`gymnasium.spaces.Text` only so that vector environments batch it like
     text; ``charset`` there is used for sampling, never for membership.
+
+    ``gym.vector.AsyncVectorEnv`` needs ``shared_memory=False`` with these spaces (its default
+    ``True`` raises :class:`SharedMemoryTextError` at construction: Gymnasium's shared memory
+    for text would return a placeholder string on every step). ``SyncVectorEnv`` needs nothing.
     """
 
     def __init__(
@@ -68,3 +79,20 @@ class ToolCallText(UnicodeText):
             call = {"name": "read_text_file", "arguments": {"path": "README.md", "head": head}}
         text = f"<tool_call>{json.dumps(call)}</tool_call>"
         return text if len(text) <= self.max_length else text[: self.max_length]
+
+
+SHARED_MEMORY_MESSAGE = (
+    "ISG-v0 observations are free text, which Gymnasium's shared memory cannot carry (every "
+    "step would return the same placeholder string): pass shared_memory=False, e.g. "
+    "gym.vector.AsyncVectorEnv(env_fns, shared_memory=False) or gym.make_vec(\"ISG-v0\", "
+    "num_envs, vectorization_mode=\"async\", vector_kwargs={\"shared_memory\": False})"
+)
+
+
+class SharedMemoryTextError(ValueError):
+    """``AsyncVectorEnv(shared_memory=True)`` over a :class:`UnicodeText` space."""
+
+
+@create_shared_memory.register(UnicodeText)
+def _refuse_shared_memory(space: UnicodeText, n: int = 1, ctx: Any = None) -> Any:
+    raise SharedMemoryTextError(SHARED_MEMORY_MESSAGE)

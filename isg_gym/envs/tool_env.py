@@ -40,7 +40,7 @@ from isg_gym.tools.python_tool import (
     check_sandbox,
 )
 
-__all__ = ["OBSERVATION_LIMIT", "SEED_LIMIT", "ToolEnv"]
+__all__ = ["OBSERVATION_LIMIT", "SEED_LIMIT", "ToolEnv", "score_info"]
 
 _log = logging.getLogger(__name__)
 
@@ -345,6 +345,19 @@ class ToolEnv(gym.Env[str, Any]):
         with contextlib.suppress(Exception):
             self._close()
         self._closed = True
+
+
+def score_info(score: Any, components: dict[str, float]) -> dict[str, Any]:
+    """``info["score"]`` of a final step from a :class:`~isg_gym.rewards.Score` (the parsed
+    answer as text, so that vector envs can stack it) and the reward's components."""
+    return {
+        "value": score.value,
+        "parsed": None if score.parsed is None else str(score.parsed),
+        "correct": score.correct,
+        "abstained": score.abstained,
+        "explanation": score.explanation,
+        "components": components,
+    }
 
 
 def _call_result(call: ParsedCall, output: str, *, error: bool) -> dict[str, Any]:

@@ -48,6 +48,15 @@ def add_commands(sub: Any) -> None:
                    help="smolagents agent class (--backend smolagents)")  # fmt: skip
     s.add_argument("--smolagents-model", default="openai", choices=("openai", "vllm"),
                    help="smolagents model class: OpenAIServerModel or VLLMModel")  # fmt: skip
+    s.add_argument("--flatten-messages", action="store_true",
+                   help="smolagents: send message content as plain strings, not lists of parts "
+                   "(servers such as llama-cpp-python's need it)")  # fmt: skip
+    s.add_argument("--answer-on-last-step", action="store_true",
+                   help="openai, vllm, llamacpp: offer only final_answer on an episode's last "
+                   "step, so a model that has not answered must answer")  # fmt: skip
+    s.add_argument("--max-output-chars", type=int, default=None, metavar="N",
+                   help="cap on each tool result the model reads (default: the env's, 8000 "
+                   "characters); lower it for small context windows")  # fmt: skip
     s.add_argument("--paraphrases", default=None, metavar="DIR",
                    help="use the paraphrases `isg paraphrase` cached in DIR")  # fmt: skip
     s.add_argument("--paraphrase-model", default=None, metavar="NAME",
@@ -104,11 +113,27 @@ def _model_arguments(s: argparse.ArgumentParser, scripted: bool = True) -> None:
     s.add_argument("--max-retries", type=int, default=3, metavar="N",
                    help="retries with backoff on transient API errors (openai)")  # fmt: skip
     s.add_argument("--text-tools", action="store_true",
-                   help="no native tool calls: the model writes <tool_call> text")  # fmt: skip
+                   help="no native tool calls: the model writes <tool_call> text (llamacpp: "
+                   "no tool-call grammar)")  # fmt: skip
+    s.add_argument("--chat-format", default=None, metavar="NAME",
+                   help="llamacpp: chat format (default: the GGUF's own template; e.g. chatml "
+                   "for SmolLM2, Qwen, Hermes)")  # fmt: skip
+    s.add_argument("--n-ctx", type=int, default=4096, metavar="N",
+                   help="llamacpp: context window in tokens (default 4096)")  # fmt: skip
+    s.add_argument("--threads", type=int, default=None, metavar="N",
+                   help="llamacpp: CPU threads (default: llama.cpp's; 1 is fastest on a busy "
+                   "machine)")  # fmt: skip
+    s.add_argument("--tool-choice", default=None, choices=("auto", "required", "none"),
+                   help="openai, smolagents: the tool_choice sent with the tools (default: "
+                   "auto for openai, smolagents' own, required, for smolagents)")  # fmt: skip
 
 
 def make_backend(args: argparse.Namespace, concurrency: int = 8) -> Any:
-    """The :class:`~isg_gym.eval.backends.ChatBackend` the arguments name."""
+    """The :class:`~isg_gym.eval.backends.ChatBackend` the arguments name (options another
+    command does not define take their defaults)."""
+    option = {"text_tools": False, "tool_choice": None, "n_ctx": 4096, "threads": None,
+              "chat_format": None}  # fmt: skip
+    args = argparse.Namespace(**{**option, **vars(args)})
     if args.backend == "openai":
         from isg_gym.eval.backends.openai_compat import OpenAIBackend
 
@@ -122,6 +147,7 @@ def make_backend(args: argparse.Namespace, concurrency: int = 8) -> Any:
             temperature=args.temperature,
             max_tokens=args.max_tokens,
             native_tools=not args.text_tools,
+            tool_choice=args.tool_choice or "auto",
         )
     if args.backend == "vllm":
         from isg_gym.eval.backends.vllm_offline import VLLMBackend
@@ -132,8 +158,12 @@ def make_backend(args: argparse.Namespace, concurrency: int = 8) -> Any:
 
         return LlamaCppBackend(
             None if args.model == "smollm2" else args.model,
+            n_ctx=args.n_ctx,
             max_tokens=args.max_tokens,
             temperature=args.temperature,
+            n_threads=args.threads,
+            chat_format=args.chat_format,
+            constrain_tools=not args.text_tools,
         )
     raise EvalCliError(f"--backend {args.backend} is not a chat backend")
 
@@ -155,8 +185,9 @@ def make_policy(args: argparse.Namespace) -> Any:
 
         return SmolagentsPolicy(_smolagents_model_factory(args), agent=args.agent,
                                 max_steps=args.max_steps)  # fmt: skip
-    native = not args.text_tools and args.backend != "llamacpp"
-    return ChatPolicy(make_backend(args, args.concurrency), native_tools=native)
+    # llamacpp gets the tools too: it decodes under a grammar built from them
+    return ChatPolicy(make_backend(args, args.concurrency), native_tools=not args.text_tools,
+                      answer_on_last_step=args.answer_on_last_step)  # fmt: skip
 
 
 def _smolagents_model_factory(args: argparse.Namespace) -> Any:
@@ -173,15 +204,22 @@ def _smolagents_model_factory(args: argparse.Namespace) -> Any:
             return shared[0]
 
         return vllm_model
+    from isg_gym.eval.backends.openai_compat import check_base_url
+
+    check_base_url(args.base_url)
     key = os.environ.get(args.api_key_env) or ("EMPTY" if args.base_url else None)
     if key is None:
         raise EvalCliError(f"set the API key in the environment variable {args.api_key_env}")
+    options: dict[str, Any] = {"temperature": args.temperature, "max_tokens": args.max_tokens,
+                               "flatten_messages_as_text": args.flatten_messages}  # fmt: skip
+    if args.tool_choice is not None and args.agent == "tool_calling":  # a CodeAgent sends no tools
+        options["tool_choice"] = args.tool_choice
 
     def openai_model() -> Any:
         from smolagents import OpenAIServerModel
 
         return OpenAIServerModel(model_id=args.model, api_base=args.base_url, api_key=key,
-                                 temperature=args.temperature)  # fmt: skip
+                                 **options)  # fmt: skip
 
     return openai_model
 
@@ -199,6 +237,10 @@ def cmd_eval(args: argparse.Namespace) -> None:
                                       **parse_env_args(entry, args.env_arg)}  # fmt: skip
     except (ImportError, ValueError) as exc:
         raise EvalCliError(str(exc)) from None
+    if args.max_output_chars is not None:
+        if args.max_output_chars < 100:
+            raise EvalCliError("--max-output-chars must be >= 100")
+        env_kwargs["max_output_chars"] = args.max_output_chars
     args.split = args.split or entry.default_split
     if args.paraphrases and entry.id != "ISG-v0":
         raise EvalCliError("--paraphrases applies to ISG-v0 questions only")

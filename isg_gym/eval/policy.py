@@ -18,6 +18,7 @@ from typing import Any
 
 from isg_gym.envs.actions import safe_text
 from isg_gym.eval.backends.base import ChatBackend, Completion, Message
+from isg_gym.tools.schemas import FINAL_ANSWER
 
 
 @dataclass
@@ -181,14 +182,21 @@ class ChatPolicy(StepPolicy):
     """A chat model behind a :class:`ChatBackend`: every round sends the transcripts of all live
     episodes as one batch and turns each completion into an action.
 
-    With ``native_tools`` the env's tool schemas go to the backend and structured tool calls
-    come back; otherwise (small local models) the model writes Hermes ``<tool_call>`` blocks as
-    text, which the env parses.
+    With ``native_tools`` the env's tool schemas go to the backend: an API returns structured
+    tool calls, llama.cpp decodes text under a grammar built from them. Otherwise the model
+    writes Hermes ``<tool_call>`` blocks as free text. Either way text is parsed by the env.
+
+    ``answer_on_last_step`` (with ``native_tools``): on an episode's last env step only the
+    ``final_answer`` tool is offered, so a model that has not answered by then must answer
+    (graded as usual) rather than run out of steps.
     """
 
-    def __init__(self, backend: ChatBackend, native_tools: bool = True) -> None:
+    def __init__(
+        self, backend: ChatBackend, native_tools: bool = True, answer_on_last_step: bool = False
+    ) -> None:
         self.backend = backend
         self.native_tools = native_tools
+        self.answer_on_last_step = answer_on_last_step
         self.name = backend.name
         self.model = backend.model
 
@@ -196,16 +204,31 @@ class ChatPolicy(StepPolicy):
         if not episodes:
             return []
         tools = episodes[0].info.get("tools", []) if self.native_tools else []
-        completions = self.backend.complete([ep.messages for ep in episodes], tools)
-        if len(completions) != len(episodes):
-            raise RuntimeError(
-                f"backend {self.name!r} returned {len(completions)} completions for "
-                f"{len(episodes)} conversations"
-            )
+        final = [t for t in tools if t.get("function", {}).get("name") == FINAL_ANSWER] or tools
+        offered = [final if self._last_step(ep) else tools for ep in episodes]
+        completions: list[Completion | None] = [None] * len(episodes)
+        for group in ({id(t): t for t in offered}).values():  # one batch per tool set
+            index = [i for i, t in enumerate(offered) if t is group]
+            out = self.backend.complete([episodes[i].messages for i in index], group)
+            if len(out) != len(index):
+                raise RuntimeError(
+                    f"backend {self.name!r} returned {len(out)} completions for "
+                    f"{len(index)} conversations"
+                )
+            for i, completion in zip(index, out, strict=True):
+                completions[i] = completion
         return [self._turn(ep, c) for ep, c in zip(episodes, completions, strict=True)]
 
+    def _last_step(self, episode: EpisodeState) -> bool:
+        """Whether ``answer_on_last_step`` applies: the episode's next step is its last."""
+        if not self.answer_on_last_step:
+            return False
+        limit = getattr(getattr(episode.env, "unwrapped", episode.env), "max_steps", None)
+        return limit is not None and len(episode.steps) >= int(limit) - 1
+
     @staticmethod
-    def _turn(episode: EpisodeState, completion: Completion) -> Turn:
+    def _turn(episode: EpisodeState, completion: Completion | None) -> Turn:
+        assert completion is not None  # act() fills every slot
         episode.model_calls += 1
         episode.prompt_tokens += completion.prompt_tokens
         episode.completion_tokens += completion.completion_tokens

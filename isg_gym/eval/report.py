@@ -398,7 +398,11 @@ def _leaderboard_text(ranked: list[tuple[str, dict[str, Any]]]) -> str:
                 _pct(s["evidence"]["rate"]),
             ]
         )
-    return "\n".join(_table(header, rows)) + "\n"
+    lines = _table(header, rows)
+    if any(s["run"].get("backend") == "human" for _, s in ranked):
+        lines += ["", "Backend human: episodes played by a person with `isg play` (a human "
+                  "baseline; no tokens are counted)."]  # fmt: skip
+    return "\n".join(lines) + "\n"
 
 
 def leaderboard(dirs: Sequence[PathLike]) -> str:

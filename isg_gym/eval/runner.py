@@ -167,7 +167,8 @@ class _FailFast:
         self.seen += 1
         if is_infra_failure(record):
             self.failed += 1
-            self.first = self.first or str(record.get("error") or record.get("outcome"))
+            first = str(record.get("error") or record.get("outcome"))
+            self.first = self.first or " ".join(first.split())  # one line
         if self.seen == self.count and self.failed == self.count:
             raise InfrastructureError(
                 f"the first {self.count} episodes all failed ({record.get('outcome')}): "

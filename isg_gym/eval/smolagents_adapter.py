@@ -252,8 +252,9 @@ class SmolagentsPolicy(EpisodePolicy):
 
     ``max_steps`` bounds the agent's model turns (default: the env's ``max_steps``; each tool
     call is one env step, so the env's step limit may end the episode first, as
-    ``truncated``). An agent that stops without ``final_answer`` (smolagents' max-steps answer)
-    has that answer submitted through the env; without one the episode ends unanswered.
+    ``truncated``). An agent that stops without ``final_answer`` ends the episode unanswered
+    (outcome ``no_answer``): smolagents' max-steps fallback text is kept in the transcript but
+    never submitted or graded.
     ``agent_kwargs`` go to the agent's constructor (e.g. ``planning_interval``).
     """
 
@@ -352,19 +353,22 @@ class SmolagentsPolicy(EpisodePolicy):
             output = agent.run(prompt["user"])
         except Exception as exc:  # model failures, interrupts after the env ended the episode
             if not session.done:
-                episode.fail("backend", f"smolagents {type(exc).__name__}: {str(exc)[:500]}")
+                # an overflowed context is the agent's failure (graded wrong), not the server's
+                kind = "model" if _context_overflow(exc) else "backend"
+                episode.fail(kind, f"smolagents {type(exc).__name__}: {str(exc)[:500]}")
         finally:
             self._record(episode, agent)
             if hasattr(agent, "cleanup"):
                 agent.cleanup()
         if session.done or episode.error is not None:
             return
-        # The agent stopped without final_answer (max steps): its own last answer, if any.
+        # The agent stopped without final_answer (max steps). smolagents' fallback text is not
+        # an answer (it can be anything, e.g. a half-written call such as
+        # "functions.list_directory:"): the episode ends unanswered, the text stays in the
+        # transcript. A fallback that failed to generate is the server's failure.
         text = (_text(output) or "").strip()
         if text.startswith(GENERATION_ERROR):
             episode.fail("backend", f"smolagents: {text[:500]}")
-        elif text:
-            session.call(FINAL_ANSWER, {"answer": text})
 
     def _record(self, episode: EpisodeState, agent: Any) -> None:
         messages, prompt_tokens, completion_tokens, calls = memory_transcript(agent)
@@ -372,6 +376,22 @@ class SmolagentsPolicy(EpisodePolicy):
         episode.prompt_tokens += prompt_tokens
         episode.completion_tokens += completion_tokens
         episode.model_calls += calls
+
+
+def _context_overflow(exc: BaseException) -> bool:
+    """Whether a model call failed because the conversation outgrew the model's context: an
+    HTTP 400 saying so, raised by the client or wrapped by smolagents."""
+    from isg_gym.eval.backends.openai_compat import is_context_overflow
+
+    seen: set[int] = set()
+    error: BaseException | None = exc
+    while error is not None and id(error) not in seen:  # the exception and its causes
+        seen.add(id(error))
+        status = getattr(error, "status_code", None)
+        if status in (None, 400) and is_context_overflow(str(error)):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
 
 
 def _default_templates(name: str) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from typing import Any, Literal
 
 import numpy as np
@@ -56,8 +57,13 @@ def fmt_num(x: float, digits: int = 4) -> str:
 
 
 def num(x: float, digits: int = 4) -> float:
-    """The float whose text in the question is ``fmt_num(x, digits)``."""
-    return float(fmt_num(x, digits))
+    """The float whose text in the question is ``fmt_num(x, digits)``.
+
+    That text is the shortest positional decimal of ``float(f"{x:.{digits}g}")``, which reads
+    back as exactly that float (minus zero as zero), so the float is computed without the text.
+    """
+    y = float(f"{float(x):.{digits}g}")
+    return 0.0 if y == 0 else y
 
 
 def exact_num(x: float) -> str:
@@ -70,7 +76,12 @@ def exact_num(x: float) -> str:
 
 def round_sig(x: float, digits: int = THRESHOLD_DIGITS, direction: int = 0) -> float:
     """``x`` at ``digits`` significant figures: nearest (0), at least ``x`` (1), at most (-1)."""
-    t = num(x, digits)
+    return _toward(x, num(x, digits), digits, direction)
+
+
+def _toward(x: float, t: float, digits: int, direction: int) -> float:
+    """``t`` (``x`` at ``digits`` significant figures) moved a step at a time until it is on
+    the ``direction`` side of ``x`` (at most 3 steps)."""
     for _ in range(3):
         if (direction > 0 and t < x) or (direction < 0 and t > x):
             step = 10.0 ** (np.floor(np.log10(abs(t) or abs(x) or 1.0)) - digits + 1)
@@ -78,6 +89,16 @@ def round_sig(x: float, digits: int = THRESHOLD_DIGITS, direction: int = 0) -> f
         else:
             break
     return t
+
+
+@lru_cache(maxsize=8192)
+def _rounded(x: float) -> tuple[float, float, float]:
+    """``round_sig(x, THRESHOLD_DIGITS, d)`` for d = -1, 0, 1 (memoised: candidates round the
+    same observed values again and again)."""
+    t = num(x, THRESHOLD_DIGITS)
+    down = t if t <= x else _toward(x, t, THRESHOLD_DIGITS, -1)
+    up = t if t >= x else _toward(x, t, THRESHOLD_DIGITS, 1)
+    return down, t, up
 
 
 def _or_list(items: list[str]) -> str:
@@ -148,8 +169,10 @@ class RowCondition:
 
     def mask(self, values: pd.Series) -> np.ndarray:
         """Rows that satisfy the condition (missing values never do)."""
-        present = values.notna().to_numpy()
-        v = values.to_numpy()
+        return self.mask_values(values.to_numpy(), values.notna().to_numpy())
+
+    def mask_values(self, v: np.ndarray, present: np.ndarray) -> np.ndarray:
+        """:meth:`mask` of a column's values and which of them are present."""
         match self.op:
             case "eq":
                 out = v == self.value
@@ -201,13 +224,6 @@ def matching_files(repo: Repository, conditions: list[PathCondition]) -> list[st
         ok = np.array([cond.matches(t) for t in tokens], dtype=bool)
         keep &= ok[index.codes[:, j]]
     return [index.paths[i] for i in np.flatnonzero(keep)]
-
-
-def combined_mask(table: pd.DataFrame, conditions: list[RowCondition]) -> np.ndarray:
-    keep = np.ones(len(table), dtype=bool)
-    for cond in conditions:
-        keep &= cond.mask(table[cond.column])
-    return keep
 
 
 def describe_path_conditions(repo: Repository, conditions: list[PathCondition]) -> str:
@@ -330,6 +346,14 @@ def _researcher_format(values: list[str]) -> str | None:
     return None
 
 
+def _archetype_path_variables(repo: Repository) -> list:
+    """The path variables of the repository's archetype (none for a Spec of another builder)."""
+    from isg_gym.simulator.lexicon import spec_archetype
+
+    arch = spec_archetype(repo.spec)
+    return arch.path_variables if arch is not None else []
+
+
 def absent_path_tokens(repo: Repository, var: PathVariable) -> list[str]:
     """Values of ``var`` inside the range of present values that no file has, rendered as the
     repository renders the variable."""
@@ -343,16 +367,8 @@ def absent_path_tokens(repo: Repository, var: PathVariable) -> list[str]:
                    if i not in have]  # fmt: skip
         else:
             decimals = max((len(t.split(".")[1]) if "." in t else 0) for t in present)
-            pool = set()
-            try:
-                from isg_gym.simulator.lexicon import load_lexicon
-
-                arch = next(a for a in load_lexicon(repo.spec.taxonomy.field).archetypes
-                            if a.id == repo.spec.archetype)  # fmt: skip
-                pool = {float(v) for p in arch.path_variables if p.name == var.name
-                        for v in p.values}  # fmt: skip
-            except (StopIteration, FileNotFoundError, ValueError):
-                pool = set()
+            pool = {float(v) for p in _archetype_path_variables(repo) if p.name == var.name
+                    for v in p.values}  # fmt: skip
             pool |= {round((a + b) / 2, decimals) for a, b in itertools.pairwise(xs)}
             for x in sorted(pool):
                 token = np.format_float_positional(x, trim="-")
@@ -382,14 +398,8 @@ def absent_path_tokens(repo: Repository, var: PathVariable) -> list[str]:
                     if token.lower() not in used and not any(last.lower() in u for u in used):
                         out.append(token)
     else:
-        try:
-            from isg_gym.simulator.lexicon import load_lexicon
-
-            arch = next(a for a in load_lexicon(repo.spec.taxonomy.field).archetypes
-                        if a.id == repo.spec.archetype)  # fmt: skip
-            pool = [str(v) for p in arch.path_variables if p.name == var.name for v in p.values]
-        except (StopIteration, FileNotFoundError):
-            pool = []
+        pool = [str(v) for p in _archetype_path_variables(repo) if p.name == var.name
+                for v in p.values]  # fmt: skip
         out = [v for v in pool if v not in present]
     if var.kind in ("categorical", "researcher"):  # declared values no file has
         out += [t for t in rendered_values(repo, var) if t not in present and t not in out]
@@ -431,35 +441,48 @@ def _pick(rng: np.random.Generator, items: list) -> Any:
     return items[int(rng.integers(len(items)))] if items else None
 
 
-def _count(x: np.ndarray, op: str, t: float) -> int:
-    """Rows of sorted ``x`` satisfying ``op t``."""
+def _count(x: np.ndarray, op: str, t: float | np.ndarray) -> int | np.ndarray:
+    """Rows of sorted ``x`` satisfying ``op t`` (for each threshold of an array ``t``)."""
     n = len(x)
     match op:
         case "gt":
-            return n - int(np.searchsorted(x, t, "right"))
+            return n - np.searchsorted(x, t, "right")
         case "ge":
-            return n - int(np.searchsorted(x, t, "left"))
+            return n - np.searchsorted(x, t, "left")
         case "lt":
-            return int(np.searchsorted(x, t, "left"))
-    return int(np.searchsorted(x, t, "right"))  # le
+            return np.searchsorted(x, t, "left")
+    return np.searchsorted(x, t, "right")  # le
 
 
-def _threshold_candidates(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+class _Candidates:
     """3-significant-figure thresholds near the observed values, their midpoints and just past
-    both ends (non-negative when every value is)."""
-    lo, hi = float(x[0]), float(x[-1])
-    span = (hi - lo) or abs(hi) or 1.0
-    u = np.unique(x)
-    points = [*u.tolist(), *((u[1:] + u[:-1]) / 2).tolist(),
-              lo - span * rng.uniform(0.01, 0.2), hi + span * rng.uniform(0.01, 0.2)]  # fmt: skip
-    if len(points) > 600:
-        points = [points[i] for i in sorted(rng.choice(len(points), 600, replace=False))]
-        points += [lo, hi, lo - span * rng.uniform(0.01, 0.2), hi + span * rng.uniform(0.01, 0.2)]
-    out = {round_sig(p, THRESHOLD_DIGITS, d) for p in points for d in (-1, 0, 1)}
-    cands = np.array(sorted(out), dtype=float)
-    if lo >= 0:
-        cands = cands[cands >= 0]
-    return cands
+    both ends (non-negative when every value is).
+
+    The random draws happen here, in order; the rounding (``values``) only when a caller needs
+    the candidates, which a ``keep`` condition mostly does not."""
+
+    def __init__(self, x: np.ndarray, rng: np.random.Generator) -> None:
+        lo, hi = float(x[0]), float(x[-1])
+        span = (hi - lo) or abs(hi) or 1.0
+        u = np.unique(x)
+        ends = [lo - span * rng.uniform(0.01, 0.2), hi + span * rng.uniform(0.01, 0.2)]
+        points = [*u.tolist(), *((u[1:] + u[:-1]) / 2).tolist(), *ends]
+        if len(points) > 600:
+            chosen = np.sort(rng.choice(len(points), 600, replace=False)).tolist()
+            points = [points[i] for i in chosen]
+            points += [lo, hi, lo - span * rng.uniform(0.01, 0.2),
+                       hi + span * rng.uniform(0.01, 0.2)]  # fmt: skip
+        self._points, self._nonnegative = points, lo >= 0
+        self._values: np.ndarray | None = None
+
+    @property
+    def values(self) -> np.ndarray:
+        """``round_sig(p, THRESHOLD_DIGITS, d)`` for every point and d in (-1, 0, 1), sorted."""
+        if self._values is None:
+            out = {t for p in self._points for t in _rounded(p)}
+            cands = np.array(sorted(out), dtype=float)
+            self._values = cands[cands >= 0] if self._nonnegative else cands
+        return self._values
 
 
 def _numeric_condition(
@@ -468,12 +491,13 @@ def _numeric_condition(
 ) -> RowCondition | None:  # fmt: skip
     x = np.sort(x.astype(float))
     n, lo, hi = len(x), float(x[0]), float(x[-1])
-    cands = _threshold_candidates(x, rng)
+    candidates = _Candidates(x, rng)
     if op == "between":
-        return _between(column, x, cands, rng, mode, within)
-    counts = np.array([_count(x, op, t) for t in cands])
+        return _between(column, x, candidates, rng, mode, within)
     if mode == "keep":
         if rng.random() < VACUOUS_SHARE:
+            cands = candidates.values
+            counts = _count(x, op, cands)
             vac = cands[(counts == n) & ((cands < lo) | (cands > hi))]
             if len(vac):
                 return RowCondition(column, op, float(_pick(rng, vac.tolist())))
@@ -481,6 +505,8 @@ def _numeric_condition(
         if lo >= 0 > t:
             t = 0.0
         return RowCondition(column, op, t) if _count(x, op, t) > 0 else None
+    cands = candidates.values
+    counts = _count(x, op, cands)
     want = 0 if mode == "empty" else 1
     ok = cands[counts == want]
     if within is not None:  # prefer thresholds inside the wider observed range
@@ -491,12 +517,13 @@ def _numeric_condition(
 
 
 def _between(
-    column: str, x: np.ndarray, cands: np.ndarray, rng: np.random.Generator, mode: FillMode,
-    within: tuple[float, float] | None = None,
+    column: str, x: np.ndarray, candidates: _Candidates, rng: np.random.Generator,
+    mode: FillMode, within: tuple[float, float] | None = None,
 ) -> RowCondition | None:  # fmt: skip
     lo, hi = float(x[0]), float(x[-1])
     if mode == "keep":
         if rng.random() < VACUOUS_SHARE:
+            cands = candidates.values
             a, b = cands[cands <= lo], cands[cands >= hi]
             if len(a) and len(b):
                 return RowCondition(column, "between", float(_pick(rng, a.tolist())),
@@ -507,17 +534,17 @@ def _between(
             return None
         return RowCondition(column, "between", a, b)
     # empty: both ends in one gap between observed values (or past an end); one: one row inside
+    cands = candidates.values
     left = np.searchsorted(x, cands, "left")  # rows below each candidate
     right = np.searchsorted(x, cands, "right")  # rows at or below
+    want = 0 if mode == "empty" else 1
     pairs = []
     order = rng.permutation(len(cands))[:80]
-    for i in order:
-        for k in rng.permutation(len(cands))[:40]:
-            if cands[k] <= cands[i]:
-                continue
-            inside = int(right[k] - left[i])
-            if inside == (0 if mode == "empty" else 1):
-                pairs.append((float(cands[i]), float(cands[k])))
+    for i in order.tolist():
+        ks = rng.permutation(len(cands))[:40]
+        ks = ks[cands[ks] > cands[i]]
+        low = float(cands[i])
+        pairs += [(low, high) for high in cands[ks[right[ks] - left[i] == want]].tolist()]
     if not pairs:
         return None
     if within is not None:
@@ -574,14 +601,15 @@ def fill_row_condition(
     repo: Repository,
     column: str,
     op: RowOp,
-    values: pd.Series,
+    values: pd.Series | np.ndarray,
     rng: np.random.Generator,
     mode: FillMode = "keep",
     universe: list | None = None,
     within: tuple[float, float] | None = None,
 ) -> RowCondition | None:
     """A condition ``column op value`` that keeps some (``keep``), none (``empty``) or exactly
-    one (``one``) of the non-missing ``values``, or None if ``op`` cannot do so here.
+    one (``one``) of the non-missing ``values`` (a Series, or the column's array of the rows),
+    or None if ``op`` cannot do so here.
 
     Thresholds are at 3 significant figures and never negative on non-negative values;
     ``universe`` is the labels a label condition may name (default: the column's declared
@@ -590,10 +618,17 @@ def fill_row_condition(
     inside which an ``empty``/``one`` threshold is preferred (share ``INSIDE_SHARE``).
     """
     col = repo.spec.column(column)
+    label = column_kind(col) == "categorical"
+    if isinstance(values, np.ndarray):
+        if not label and values.dtype.kind in "fiu" and op not in ("eq", "ne", "in"):
+            x = values[~np.isnan(values)] if values.dtype.kind == "f" else values
+            if x.size == 0:
+                return None
+            return _numeric_condition(column, op, x.astype(float), rng, mode, within)
+        values = pd.Series(values)
     present = values.dropna()
     if present.empty:
         return None
-    label = column_kind(col) == "categorical"
     if label or (col.role == "integer" and op in ("eq", "ne", "in")):
         if not label and op not in ("eq", "ne", "in"):
             return None

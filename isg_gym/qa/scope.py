@@ -21,6 +21,7 @@ from isg_gym.qa.base import Reason
 from isg_gym.qa.conditions import (
     PathCondition,
     PathOp,
+    RowCondition,
     absent_path_token,
     absent_path_tokens,
     describe_path_conditions,
@@ -224,11 +225,56 @@ class ScopeSampler:
         return None
 
 
-def gather(
-    repo: Repository, files: tuple[str, ...] | list[str], columns: list[str]
-) -> pd.DataFrame:
-    """The rows of ``files`` (in-memory tables, privileged), restricted to ``columns``."""
-    if not files:
-        return pd.DataFrame({c: [] for c in columns})
-    frames = [repo.table(f)[columns] for f in files]
-    return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+class ScopeRows:
+    """The rows of a scope's files (in-memory, privileged) as column arrays, each built on
+    first use: the values the tables hold (NaN or None where missing) and which are present."""
+
+    def __init__(self, repo: Repository, files: tuple[str, ...] | list[str]) -> None:
+        self.repo = repo
+        self.files = tuple(files)
+        self._arrays = [repo.columns(f) for f in self.files]
+        self.n = sum(a.rows for a in self._arrays)
+        self._values: dict[str, np.ndarray] = {}
+        self._present: dict[str, np.ndarray] = {}
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __contains__(self, column: str) -> bool:
+        return column in self._values or (bool(self._arrays) and column in self._arrays[0])
+
+    def add(self, name: str, values: np.ndarray) -> None:
+        """An extra column (one value per row), e.g. each row's group."""
+        if len(values) != self.n:
+            raise ValueError(f"column {name!r} has {len(values)} values for {self.n} rows")
+        self._values[name] = values
+
+    def array(self, column: str) -> np.ndarray:
+        """Every row's value of ``column`` (read-only)."""
+        if column not in self._values:
+            parts = [a[column] for a in self._arrays]
+            self._values[column] = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        return self._values[column]
+
+    def present(self, column: str) -> np.ndarray:
+        """Which rows have a value of ``column``."""
+        if column not in self._present:
+            x = self.array(column)
+            if x.dtype.kind == "f":
+                self._present[column] = ~np.isnan(x)
+            elif x.dtype.kind in "iub":
+                self._present[column] = np.ones(len(x), dtype=bool)
+            else:
+                self._present[column] = ~pd.isna(x)
+        return self._present[column]
+
+    def values(self, column: str, mask: np.ndarray) -> np.ndarray:
+        """The non-missing values of ``column`` in the rows of ``mask``."""
+        return self.array(column)[mask & self.present(column)]
+
+    def mask(self, conditions: list[RowCondition] | tuple[RowCondition, ...]) -> np.ndarray:
+        """Rows satisfying every row condition."""
+        keep = np.ones(self.n, dtype=bool)
+        for cond in conditions:
+            keep &= cond.mask_values(self.array(cond.column), self.present(cond.column))
+        return keep

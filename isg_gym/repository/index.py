@@ -61,6 +61,19 @@ class PathRenderer:
         parts = [j.join(self._tokens[p][codes[p]] for p in pos) for j, pos in self._plan]
         return "/".join(parts) + self._ext
 
+    def render_all(self, codes: np.ndarray) -> list[str]:
+        """:meth:`render` of every row of ``codes``, column by column."""
+        tokens = [np.array(t, dtype=object) for t in self._tokens]
+        path = None
+        for joiner, positions in self._plan:
+            part = None
+            for p in positions:
+                token = tokens[p][codes[:, p]]
+                part = token if part is None else part + joiner + token
+            path = part if path is None else path + "/" + part
+        assert path is not None
+        return (path + self._ext).tolist()
+
 
 @dataclass(frozen=True)
 class FileIndex:
@@ -86,8 +99,7 @@ class FileIndex:
         strides = np.cumprod([1, *sizes[:0:-1]])[::-1]
         codes = (flat[:, None] // strides[None, :]) % np.array(sizes)[None, :]
 
-        renderer = PathRenderer(spec)
-        rendered = [renderer.render(row) for row in codes.tolist()]
+        rendered = PathRenderer(spec).render_all(codes)
         order = sorted(range(len(rendered)), key=rendered.__getitem__)
         paths = tuple(rendered[i] for i in order)
         rows = {p: i for i, p in enumerate(paths)}

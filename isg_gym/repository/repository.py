@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
-from collections.abc import Callable
-from functools import cached_property, lru_cache
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from functools import cached_property
 from pathlib import Path
+from typing import Generic, TypeVar
 
 import pandas as pd
 
@@ -14,29 +18,57 @@ from isg_gym.repository.index import FileIndex
 from isg_gym.repository.paths import RepositoryPathError, canonical_path
 from isg_gym.repository.readme import render_readme
 from isg_gym.repository.serialisers import serialise, to_txt
-from isg_gym.repository.tables import TableGenerator
+from isg_gym.repository.tables import Columns, TableGenerator
 from isg_gym.spec.models import Spec
 
 README = "README.md"
+T = TypeVar("T")
+
+
+class Memo(Generic[T]):
+    """A bounded LRU memo whose values are made by a function passed at each call.
+
+    Unlike ``lru_cache`` on a bound method, it holds no reference to its owner, so a repository
+    is freed as soon as it is dropped instead of waiting, as a reference cycle, for a full
+    garbage collection (tens of milliseconds with pandas loaded).
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[Hashable, T] = OrderedDict()
+        self._lock = threading.Lock()  # threads may share a repository; make() runs unlocked
+        self.misses = 0  # values made (a measurement, e.g. of what the lazy view generated)
+
+    def get(self, key: Hashable, make: Callable[[Hashable], T]) -> T:
+        items = self._items
+        with self._lock:
+            if key in items:
+                items.move_to_end(key)
+                return items[key]
+            self.misses += 1
+        value = make(key)
+        with self._lock:
+            items[key] = value
+            if len(items) > self.size:
+                items.popitem(last=False)
+        return value
 
 
 class Repository:
     """A pure function of its Spec: which files exist and what bytes each holds.
 
-    Tables and serialised bytes are memoised per repository in bounded LRU caches
-    (``cache_size`` files each). Returned tables are shared: treat them as read-only. ``key``
-    names the repository in process-wide caches (default: its seed); a repository of a
-    transformed Spec must pass a key of its own.
+    Column arrays, tables and serialised bytes are memoised per repository in bounded LRU
+    caches (``cache_size`` files each). Returned tables and arrays are shared: treat them as
+    read-only (the arrays are marked so). A :class:`~isg_gym.tools.files.FileSource` (``key``,
+    ``is_dir``, ``is_file``, ``listdir``, ``read_bytes``, ``file_size``): the sandbox serves it
+    lazily.
     """
 
-    def __init__(self, spec: Spec, cache_size: int = 128, key: int | str | None = None) -> None:
+    def __init__(self, spec: Spec, cache_size: int = 128) -> None:
         self.spec = spec
-        # what identifies the files in process-wide caches (materialised copies): the seed,
-        # unless this Spec is a transformation of the seed's own (then a distinct key)
-        self.key: int | str = spec.seed if key is None else key
-        self._generator = TableGenerator(spec)
-        self._table = lru_cache(maxsize=cache_size)(self._make_table)
-        self._bytes = lru_cache(maxsize=cache_size)(self._make_bytes)
+        self._columns: Memo[Columns] = Memo(cache_size)
+        self._tables: Memo[pd.DataFrame] = Memo(cache_size)
+        self._bytes: Memo[bytes] = Memo(cache_size)
 
     @classmethod
     def from_seed(cls, seed: int, **kwargs) -> Repository:
@@ -47,6 +79,18 @@ class Repository:
     @property
     def seed(self) -> int:
         return self.spec.seed
+
+    @cached_property
+    def key(self) -> str:
+        """Identity of the bytes: the spec version and a hash of the spec's JSON (two specs
+        with the same seed but different content, e.g. built by an LLM, never share a key)."""
+        digest = hashlib.sha256(self.spec.model_dump_json().encode("utf-8")).hexdigest()
+        return f"isg-repository:v{self.spec.spec_version}:{self.seed}:{digest[:32]}"
+
+    @cached_property
+    def _generator(self) -> TableGenerator:
+        """Compiled on the first table asked for (listing a repository needs none)."""
+        return TableGenerator(self.spec)
 
     @cached_property
     def index(self) -> FileIndex:
@@ -103,22 +147,36 @@ class Repository:
         """The canonical path-variable values of a data file (from the index, not the name)."""
         return self.index.values(self._data_row(path))
 
+    def columns(self, path: str) -> Columns:
+        """The data file's columns by name as numpy arrays, exactly the values of
+        :meth:`table` (read-only, shared): floats with NaN for missing values (an integer
+        column with missing values is float), text as object arrays with None for missing
+        values; ``.rows`` is the number of rows."""
+        return self._columns.get(canonical_path(path), self._make_columns)
+
+    def _make_columns(self, path: str) -> Columns:
+        return self._generator.columns(path, self.index.values(self._data_row(path)))
+
     def table(self, path: str) -> pd.DataFrame:
         """The data file's table exactly as served (read-only, shared)."""
-        return self._table(canonical_path(path))
+        return self._tables.get(canonical_path(path), self._make_table)
 
     def _make_table(self, path: str) -> pd.DataFrame:
-        return self._generator.table(path, self.index.values(self._data_row(path)))
+        return pd.DataFrame(dict(self.columns(path)))
 
     def read_bytes(self, path: str) -> bytes:
         """The bytes of any file, README included."""
         path = canonical_path(path)
         if path == README and self.readme is not None:
             return self.readme.encode("utf-8")
-        return self._bytes(path)
+        return self._bytes.get(path, self._make_bytes)
+
+    def file_size(self, path: str) -> int:
+        """The size of any file in bytes (generated, and memoised, to measure it)."""
+        return len(self.read_bytes(path))
 
     def _make_bytes(self, path: str) -> bytes:
-        return serialise(self.table(path), self.spec.file_format, self.spec.columns[1].name,
+        return serialise(self.columns(path), self.spec.file_format, self.spec.columns[1].name,
                          self._integer_columns)  # fmt: skip
 
     @cached_property
@@ -129,7 +187,7 @@ class Repository:
         """A file as text; an xlsx sheet is rendered tab-separated (missing values ``NA``)."""
         path = canonical_path(path)
         if path.endswith(".xlsx") and self.spec.file_format == "xlsx":
-            sheet = to_txt(self.table(path)).decode("utf-8")
+            sheet = to_txt(self.columns(path)).decode("utf-8")
             return f"[xlsx workbook, sheet 'data', shown tab-separated]\n{sheet}"
         return self.read_bytes(path).decode("utf-8")
 

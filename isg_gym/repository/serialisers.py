@@ -17,131 +17,271 @@ each column's decimals), so pandas parses back exactly the values the ground tru
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
 import json
-import re
-import zipfile
+import math
+from collections.abc import Mapping
+from functools import lru_cache
+from json.encoder import encode_basestring
 
 import numpy as np
 import pandas as pd
 
-FIXED_ZIP_TIME = (2020, 1, 1, 0, 0, 0)
-FIXED_XLSX_TIME = "2020-01-01T00:00:00Z"
+FIXED_XLSX_CREATED = dt.datetime(2020, 1, 1, tzinfo=dt.UTC)  # the workbook's document dates
 LOG_SEPARATOR = " | "
 
+# A table to serialise: a DataFrame, or its columns as numpy arrays by name (missing values NaN
+# in float arrays, None or NaN in object arrays), as Repository.columns gives them.
+Table = pd.DataFrame | Mapping[str, np.ndarray]
 
-def columns_as_lists(df: pd.DataFrame, missing: object = None) -> list[list]:
-    """Each column as a Python list (floats, ints, strs), missing cells replaced by ``missing``.
+
+def as_columns(table: Table) -> dict[str, np.ndarray]:
+    """The table's columns as numpy arrays, by name, in order."""
+    if isinstance(table, pd.DataFrame):
+        return {str(name): table[name].to_numpy() for name in table.columns}
+    return dict(table)
+
+
+def _cells(values: np.ndarray, missing: object) -> list:
+    """One column as a Python list (floats, ints, strs), missing cells replaced by ``missing``.
 
     Python's ``repr`` of a float (used by ``csv``, ``json`` and ``str``) is the shortest text that
     reads back to the same double.
     """
-    out = []
-    for name in df.columns:
-        values = df[name].to_numpy()
-        if values.dtype.kind == "f":
-            mask = np.isnan(values)
-            cells = values.tolist()
-            if mask.any():
-                for i in np.flatnonzero(mask).tolist():
-                    cells[i] = missing
-        elif values.dtype.kind in "iu":
-            cells = values.tolist()
-        else:
-            cells = [missing if v is None or v is pd.NA or v != v else v for v in values.tolist()]
-        out.append(cells)
-    return out
+    cells = values.tolist()
+    kind = values.dtype.kind
+    if kind in "iu":
+        return cells
+    mask = np.isnan(values) if kind == "f" else pd.isna(values)
+    if mask.any():
+        for i in np.flatnonzero(mask).tolist():
+            cells[i] = missing
+    return cells
 
 
-def _delimited(df: pd.DataFrame, delimiter: str, missing: str) -> bytes:
+def columns_as_lists(table: Table, missing: object = None) -> list[list]:
+    """Each column as a Python list, missing cells replaced by ``missing``."""
+    return [_cells(values, missing) for values in as_columns(table).values()]
+
+
+def _delimited(cols: dict[str, np.ndarray], delimiter: str, missing: str) -> bytes:
     buf = io.StringIO()
     writer = csv.writer(buf, delimiter=delimiter, lineterminator="\n")
-    writer.writerow(df.columns)
-    writer.writerows(zip(*columns_as_lists(df, missing), strict=True))
+    writer.writerow(cols)
+    writer.writerows(zip(*columns_as_lists(cols, missing), strict=True))
     return buf.getvalue().encode("utf-8")
 
 
-def to_csv(df: pd.DataFrame) -> bytes:
-    return _delimited(df, ",", "")
+def to_csv(table: Table) -> bytes:
+    return _delimited(as_columns(table), ",", "")
 
 
-def to_txt(df: pd.DataFrame) -> bytes:
-    return _delimited(df, "\t", "NA")
+def to_txt(table: Table) -> bytes:
+    return _delimited(as_columns(table), "\t", "NA")
 
 
-def _records(df: pd.DataFrame) -> list[str]:
-    names = list(df.columns)
-    dumps = json.JSONEncoder(ensure_ascii=False).encode
-    return [
-        dumps(dict(zip(names, row, strict=True))) for row in zip(*columns_as_lists(df), strict=True)
-    ]
+# --- json and jsonl: one record per row, the text ``json.dumps`` writes, built column-wise ------
 
 
-def to_json(df: pd.DataFrame) -> bytes:
-    return ("[\n" + ",\n".join(_records(df)) + "\n]\n").encode("utf-8")
+def _json_float(x: float) -> str:
+    if x != x:
+        return "null"
+    if x in (float("inf"), float("-inf")):
+        return "Infinity" if x > 0 else "-Infinity"
+    return float.__repr__(x)
 
 
-def to_jsonl(df: pd.DataFrame) -> bytes:
-    return ("\n".join(_records(df)) + "\n").encode("utf-8")
+def _json_value(v: object) -> str:
+    """``json.dumps(v, ensure_ascii=False)`` for a cell of an object column (missing: null)."""
+    if v is None or v is pd.NA:
+        return "null"
+    if isinstance(v, str):
+        return encode_basestring(v)
+    if v is True or v is False:
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return int.__repr__(v)
+    if isinstance(v, float):
+        return _json_float(v)
+    return json.dumps(v, ensure_ascii=False)
 
 
-def to_log(df: pd.DataFrame, timestamp: str) -> bytes:
-    names = [timestamp, *(c for c in df.columns if c != timestamp)]
-    columns = columns_as_lists(df[names], "NA")
-    prefixed = [[f"{k}={v}" for v in col] for k, col in zip(names, columns, strict=True)]
+def _json_texts(values: np.ndarray) -> list[str]:
+    """Each cell of a column as JSON text."""
+    kind = values.dtype.kind
+    if kind in "iu":
+        return list(map(int.__repr__, values.tolist()))
+    if kind == "f":
+        texts = list(map(float.__repr__, values.tolist()))
+        odd = ~np.isfinite(values)
+        if odd.any():
+            for i in np.flatnonzero(odd).tolist():
+                texts[i] = _json_float(float(values[i]))
+        return texts
+    return list(map(_json_value, values.tolist()))
+
+
+def _records(table: Table) -> list[str]:
+    """Each row as ``json.dumps(dict(row), ensure_ascii=False)`` would write it, byte for byte
+    (keys in column order, ``", "`` and ``": "`` separators), one ``%`` format per row."""
+    cols = as_columns(table)
+    keys = [encode_basestring(name).replace("%", "%%") for name in cols]
+    template = "{" + ", ".join(f"{key}: %s" for key in keys) + "}"
+    return [template % row for row in zip(*map(_json_texts, cols.values()), strict=True)]
+
+
+def to_json(table: Table) -> bytes:
+    return ("[\n" + ",\n".join(_records(table)) + "\n]\n").encode("utf-8")
+
+
+def to_jsonl(table: Table) -> bytes:
+    return ("\n".join(_records(table)) + "\n").encode("utf-8")
+
+
+def to_log(table: Table, timestamp: str) -> bytes:
+    cols = as_columns(table)
+    names = [timestamp, *(c for c in cols if c != timestamp)]
+    prefixed = [[f"{k}={v}" for v in _cells(cols[k], "NA")] for k in names]
     return ("\n".join(map(LOG_SEPARATOR.join, zip(*prefixed, strict=True))) + "\n").encode("utf-8")
 
 
-def to_xlsx(df: pd.DataFrame) -> bytes:
-    from openpyxl import Workbook
+def to_xlsx(table: Table) -> bytes:
+    """One sheet ``data`` written by XlsxWriter: header row, numbers as numbers (shortest
+    round-trip text), text as shared strings, missing values as empty cells; fixed document
+    dates and zip timestamps, so equal tables give equal bytes."""
+    import xlsxwriter
 
-    wb = Workbook(write_only=True)
-    ws = wb.create_sheet("data")
-    ws.append(list(df.columns))
-    for row in zip(*columns_as_lists(df), strict=True):
-        ws.append(row)
+    cols = as_columns(table)
     buf = io.BytesIO()
-    wb.save(buf)
-    return _normalise_zip(buf.getvalue())
+    book = xlsxwriter.Workbook(buf, _XLSX_OPTIONS)
+    book.set_properties({"created": FIXED_XLSX_CREATED})
+    sheet = book.add_worksheet("data", worksheet_class=_exact_worksheet())
+    _fill_sheet(sheet, cols)
+    book.close()
+    return buf.getvalue()
 
 
-def _normalise_zip(data: bytes) -> bytes:
-    """Rewrite an xlsx zip with fixed timestamps so that equal tables give equal bytes."""
-    out = io.BytesIO()
-    with zipfile.ZipFile(io.BytesIO(data)) as src, zipfile.ZipFile(out, "w") as dst:
-        for info in src.infolist():
-            content = src.read(info.filename)
-            if info.filename == "docProps/core.xml":
-                content = re.sub(
-                    rb"(<dcterms:(created|modified)[^>]*>)[^<]*(</dcterms:)",
-                    rb"\g<1>" + FIXED_XLSX_TIME.encode() + rb"\g<3>",
-                    content,
-                )
-            fixed = zipfile.ZipInfo(info.filename, date_time=FIXED_ZIP_TIME)
-            fixed.compress_type = zipfile.ZIP_DEFLATED
-            fixed.external_attr = 0o644 << 16
-            dst.writestr(fixed, content)
-    return out.getvalue()
+def _fill_sheet(sheet, cols: dict[str, np.ndarray]) -> None:
+    """The header and the cells, stored as ``write_string``/``write_number`` would store them
+    (XlsxWriter's cell records, its shared-string table), without their per-cell checks: the
+    sheet's extent is set once, and numbers are checked to be finite per column."""
+    from xlsxwriter.worksheet import CellNumberTuple, CellStringTuple
+
+    cells, strings = sheet.table, sheet.str_table._get_shared_string_index
+    rows = max((len(v) for v in cols.values()), default=0)
+    if sheet._check_dimensions(0, 0) or sheet._check_dimensions(rows, max(len(cols) - 1, 0)):
+        raise ValueError(f"a table of {rows} rows and {len(cols)} columns does not fit a sheet")
+    for j, name in enumerate(cols):
+        cells[0][j] = CellStringTuple(strings(name), None)
+    sheet.plain_cells = True
+    for j, (name, values) in enumerate(cols.items()):
+        if values.dtype.kind in "iuf":
+            if values.dtype.kind == "f" and np.isinf(values).any():
+                raise ValueError(f"column {name!r} holds an infinity, which xlsx cannot store")
+            for i, v in enumerate(_cells(values, None), start=1):
+                if v is not None:
+                    cells[i][j] = CellNumberTuple(v, None)
+            continue
+        for i, v in enumerate(_cells(values, None), start=1):
+            if v is None:
+                continue
+            if isinstance(v, str):
+                if len(v) > sheet.xls_strmax // 2:
+                    raise ValueError(f"column {name!r} holds a string too long for a cell")
+                cells[i][j] = CellStringTuple(strings(v), None)
+            elif isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v):
+                cells[i][j] = CellNumberTuple(v, None)
+            else:
+                raise TypeError(f"column {name!r}: cannot write {v!r} to an xlsx cell")
 
 
-def _integers_with_missing(values: pd.Series) -> np.ndarray:
-    out = values.to_numpy(dtype=object)
-    present = values.notna().to_numpy()
+# Text is never read as a formula, a URL or a number; NaN and infinities are refused.
+_XLSX_OPTIONS = {"in_memory": True, "strings_to_formulas": False, "strings_to_urls": False,
+                 "strings_to_numbers": False}  # fmt: skip
+
+
+def _number_text(number: float | int) -> str:
+    """A cell's number as its shortest round-trip text: ``repr`` of a float, ``str`` of an int."""
+    return repr(number) if isinstance(number, float) else str(int(number))
+
+
+@lru_cache(maxsize=1)
+def _exact_worksheet() -> type:
+    """XlsxWriter's worksheet, writing each number as its shortest round-trip text (XlsxWriter
+    writes 16 significant digits, which does not read back as the same double for every
+    value); a sheet of plain cells (filled by :func:`_fill_sheet`) has its rows written by a
+    shorter path that writes the same XML."""
+    from xlsxwriter.utility import xl_col_to_name
+    from xlsxwriter.worksheet import Worksheet
+
+    class ExactWorksheet(Worksheet):
+        plain_cells = False  # only number and shared-string cells, none with a format
+
+        def _xml_number_element(self, number, attributes=()) -> None:
+            attr = "".join(f' {k}="{self._escape_attributes(v)}"' for k, v in attributes)
+            self.fh.write(f"<c{attr}><v>{_number_text(number)}</v></c>")
+
+        def _write_rows(self) -> None:
+            if not self.plain_cells or self.row_info or self.comments or self.constant_memory:
+                super()._write_rows()
+                return
+            rows = [self.table.get(r) for r in range(self.dim_rowmin, self.dim_rowmax + 1)]
+            self.row_spans = _spans(self.dim_rowmin, rows)
+            first = self.dim_colmin
+            letters = [xl_col_to_name(c) for c in range(first, self.dim_colmax + 1)]
+            for row_num, row in enumerate(rows, start=self.dim_rowmin):
+                if not row:
+                    continue
+                self._write_row(row_num, self.row_spans.get(row_num // 16))
+                ref = str(row_num + 1)
+                self.fh.write("".join(
+                    f'<c r="{letters[c - first]}{ref}"><v>{_number_text(cell.number)}</v></c>'
+                    if cell.__class__.__name__ == "Number"
+                    else f'<c r="{letters[c - first]}{ref}" t="s"><v>{cell.string}</v></c>'
+                    for c, cell in sorted(row.items())
+                ))  # fmt: skip
+                self._xml_end_tag("row")
+
+    return ExactWorksheet
+
+
+def _spans(first_row: int, rows: list[dict | None]) -> dict[int, str]:
+    """XlsxWriter's ``spans`` of each block of 16 rows: the first and last used column
+    (1-based) of the block's rows, for blocks with cells (``Worksheet._calculate_spans``)."""
+    spans: dict[int, str] = {}
+    low = high = None
+    last = first_row + len(rows) - 1
+    for row_num, row in enumerate(rows, start=first_row):
+        if row:
+            a, b = min(row), max(row)
+            low = a if low is None else min(low, a)
+            high = b if high is None else max(high, b)
+        if ((row_num + 1) % 16 == 0 or row_num == last) and low is not None:
+            spans[row_num // 16] = f"{low + 1}:{high + 1}"
+            low = high = None
+    return spans
+
+
+def _integers_with_missing(values: np.ndarray) -> np.ndarray:
+    """A float column of integers with NaN as Python ints with None (written without ``.0``)."""
+    out = np.empty(len(values), dtype=object)
+    present = ~np.isnan(values)
     out[present] = values[present].astype(np.int64).tolist()
-    out[~present] = None
     return out
 
 
 def serialise(
-    df: pd.DataFrame, file_format: str, timestamp: str, integer_columns: tuple[str, ...] = ()
+    table: Table, file_format: str, timestamp: str, integer_columns: tuple[str, ...] = ()
 ) -> bytes:
-    """The bytes of ``df`` written as ``file_format``; ``timestamp`` names the datetime column.
+    """The bytes of ``table`` written as ``file_format``; ``timestamp`` names the datetime column.
 
     ``integer_columns`` with missing values (float in the table) are written without ``.0``.
     """
-    floats = [c for c in integer_columns if df[c].dtype.kind == "f"]
-    if floats:
-        df = df.assign(**{c: _integers_with_missing(df[c]) for c in floats})
+    df = as_columns(table)
+    for name in integer_columns:
+        if df[name].dtype.kind == "f":
+            df[name] = _integers_with_missing(df[name])
     match file_format:
         case "csv":
             return to_csv(df)

@@ -5,11 +5,16 @@ spec version): 20-299 rows; independent columns sampled from their distributions
 columns evaluated vectorised from their expressions plus Gaussian noise, clipped and rounded;
 then missing values and the sort key. Floats are rounded to the column's decimals, so the
 shortest round-trip text of each value is what every serialiser writes and pandas reads back.
+
+Everything that depends on the Spec alone (compiled expressions, category CDFs, the timestamp
+plan, which columns get missing values, the sort key) is prepared once per generator, so a file
+costs its random draws and little else.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable, Iterator, Mapping
 
 import numpy as np
 import pandas as pd
@@ -18,6 +23,7 @@ from isg_gym.seeding import derive
 from isg_gym.spec.expressions import Expression, compile_expression
 from isg_gym.spec.models import (
     CategoricalColumn,
+    Column,
     ContinuousColumn,
     DatetimeColumn,
     DependentColumn,
@@ -27,6 +33,148 @@ from isg_gym.spec.models import (
 )
 
 MIN_ROWS, MAX_ROWS = 20, 299
+_EPOCH = dt.datetime(1970, 1, 1)
+
+# A column's sampler: (rng, rows, the path values and earlier columns by name) -> values.
+Drawer = Callable[[np.random.Generator, int, dict], np.ndarray]
+
+
+def _categorical(col: CategoricalColumn) -> Drawer:
+    # rng.choice(k, n, p=p) is cdf.searchsorted(rng.random(n), side="right") with this cdf
+    # (numpy's own algorithm; tests/test_repository.py checks the two agree draw for draw).
+    cdf = np.asarray(col.probabilities, dtype=np.float64).cumsum()
+    cdf /= cdf[-1]
+    labels = np.array(col.values, dtype=object)
+
+    def draw(rng: np.random.Generator, n: int, scope: dict) -> np.ndarray:
+        return labels[cdf.searchsorted(rng.random(n), side="right")]
+
+    return draw
+
+
+def _integer(col: IntegerColumn) -> Drawer:
+    sample = col.distribution.sample
+    return lambda rng, n, scope: sample(rng, n)
+
+
+def _continuous(col: ContinuousColumn) -> Drawer:
+    sample, clip, decimals = col.distribution.sample, col.clip, col.decimals
+
+    def draw(rng: np.random.Generator, n: int, scope: dict) -> np.ndarray:
+        x = sample(rng, n)
+        if clip is not None:
+            x = np.clip(x, clip[0], clip[1])
+        return x.round(decimals) + 0.0
+
+    return draw
+
+
+def _dependent(col: DependentColumn, expr: Expression) -> Drawer:
+    noise_sd, clip, decimals = col.noise_sd, col.clip, col.decimals
+    numeric = expr.kind == "numeric"
+
+    def draw(rng: np.random.Generator, n: int, scope: dict) -> np.ndarray:
+        noise = rng.normal(0.0, noise_sd, n) if noise_sd > 0 else None
+        x = expr.evaluate(scope, n, noise)
+        if numeric:
+            if clip is not None:
+                x = np.clip(x, clip[0], clip[1])
+            x = x.round(decimals) + 0.0
+        return x
+
+    return draw
+
+
+class _Identifiers:
+    """Distinct identifiers: the prefix, then ``digits`` digits (no leading zero)."""
+
+    def __init__(self, col: IdentifierColumn) -> None:
+        self.low = 10 ** (col.digits - 1)
+        self.prefix = col.prefix
+
+    def numbers(self, rng: np.random.Generator, n: int, values: Mapping[str, str]) -> np.ndarray:
+        return rng.choice(9 * self.low, n, replace=False) + self.low
+
+    def text(self, numbers: np.ndarray) -> np.ndarray:
+        prefix = self.prefix
+        return np.array([f"{prefix}{i}" for i in numbers.tolist()], dtype=object)
+
+
+class _Timestamps:
+    """ISO 8601 UTC timestamps from the file's date path value (or a random day after the
+    column's start), at a regular interval or sorted random times within ``n`` intervals."""
+
+    def __init__(self, col: DatetimeColumn, date_variable: str | None) -> None:
+        start = col.start.replace(tzinfo=None)
+        self.date_variable = date_variable
+        self.start = (start - _EPOCH) // dt.timedelta(seconds=1)
+        self.time_of_day = start.hour * 3600 + start.minute * 60 + start.second
+        self.interval = col.interval_seconds
+        self.regular = col.regular
+
+    def numbers(self, rng: np.random.Generator, n: int, values: Mapping[str, str]) -> np.ndarray:
+        """Seconds since the epoch, ascending."""
+        if self.date_variable is not None:
+            day = dt.date.fromisoformat(values[self.date_variable]).toordinal()
+            start = (day - _EPOCH.toordinal()) * 86400 + self.time_of_day
+        else:
+            start = self.start + int(rng.integers(0, 365)) * 86400
+        if self.regular:
+            offsets = np.arange(n, dtype=np.int64) * self.interval
+        else:
+            offsets = np.sort(rng.integers(0, n * self.interval, n))
+        return start + offsets
+
+    @staticmethod
+    def text(seconds: np.ndarray) -> np.ndarray:
+        stamps = np.datetime_as_string(seconds.astype("datetime64[s]"), unit="s")
+        return np.char.add(stamps, "Z").astype(object)
+
+
+_Numbered = _Identifiers | _Timestamps  # drawn as integers, served as text
+
+
+class _Text:
+    """A text column not formatted yet: its integers and how to format them."""
+
+    def __init__(self, drawer: _Numbered, numbers: np.ndarray) -> None:
+        self.drawer, self.numbers = drawer, numbers
+
+    def take(self, order: np.ndarray) -> _Text:
+        return _Text(self.drawer, self.numbers[order])
+
+    def text(self) -> np.ndarray:
+        return self.drawer.text(self.numbers)
+
+
+class Columns(Mapping[str, np.ndarray]):
+    """A file's columns by name, in table order, all read-only. Identifier and timestamp
+    columns are formatted from their integers the first time they are read: most questions
+    never read them, and formatting them is a large part of a file's cost."""
+
+    def __init__(self, arrays: dict[str, np.ndarray | _Text], rows: int) -> None:
+        self._arrays = arrays
+        self.rows = rows
+        for x in arrays.values():
+            if isinstance(x, np.ndarray):
+                x.setflags(write=False)
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        x = self._arrays[name]
+        if isinstance(x, _Text):
+            x = x.text()
+            x.setflags(write=False)
+            self._arrays[name] = x
+        return x
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._arrays
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._arrays)
+
+    def __len__(self) -> int:
+        return len(self._arrays)
 
 
 class TableGenerator:
@@ -40,87 +188,100 @@ class TableGenerator:
             for c in spec.columns
             if isinstance(c, DependentColumn)
         }
-        self._path_variables = {p.name: p for p in spec.path_variables}
+        self._path_kinds = {p.name: p.expression_kind for p in spec.path_variables}
+        date_variable = next((p.name for p in spec.path_variables if p.kind == "date"), None)
+        self._draws: list[tuple[str, Drawer | _Numbered]] = [
+            (col.name, self._drawer(col, date_variable)) for col in spec.columns
+        ]
+        self._missing = [(c.name, c.missing_rate) for c in spec.columns if c.missing_rate > 0]
+        # text columns an expression reads are formatted as they are drawn (never, in practice)
+        used = set().union(*(e.names for e in self.expressions.values()))
+        self._deferred = {
+            name for name, drawer in self._draws
+            if isinstance(drawer, _Numbered) and name not in used
+            and name not in {m for m, _ in self._missing}
+        }  # fmt: skip
+        self._sort_by = spec.sort_by
+        # An identifier or timestamp column without missing values sorts like its integer
+        # draws (fixed-width digits; four-digit years), which argsort compares much faster.
+        sort_col = None if spec.sort_by is None else spec.column(spec.sort_by)
+        self._sort_by_number = (
+            isinstance(sort_col, IdentifierColumn | DatetimeColumn) and not sort_col.missing_rate
+        )
 
-    def clean_columns(self, path: str, values: dict[str, str]) -> dict[str, np.ndarray]:
+    def _drawer(self, col: Column, date_variable: str | None) -> Drawer | _Numbered:
+        match col:
+            case IdentifierColumn():
+                return _Identifiers(col)
+            case DatetimeColumn():
+                return _Timestamps(col, date_variable)
+            case CategoricalColumn():
+                return _categorical(col)
+            case IntegerColumn():
+                return _integer(col)
+            case ContinuousColumn():
+                return _continuous(col)
+            case DependentColumn():
+                return _dependent(col, self.expressions[col.name])
+        raise TypeError(f"unknown column type {type(col).__name__}")
+
+    def clean_columns(self, path: str, values: Mapping[str, str]) -> dict[str, np.ndarray]:
         """All columns before missing values and sorting (a NaN here is a domain NaN)."""
-        return self._draw(path, values)[0]
+        cols, _, _, n = self._draw(path, values)
+        return dict(Columns(cols, n))
 
     def _draw(
-        self, path: str, values: dict[str, str]
-    ) -> tuple[dict[str, np.ndarray], np.random.Generator]:
+        self, path: str, values: Mapping[str, str]
+    ) -> tuple[dict[str, np.ndarray | _Text], np.random.Generator, np.ndarray | None, int]:
+        """The columns (text columns not formatted yet), the file's generator (positioned after
+        them), the sort key of a table sorted by an identifier or timestamp column (its
+        integers) and the number of rows."""
         spec = self.spec
         rng = derive(spec.seed, "file", path, spec.spec_version)
         n = int(rng.integers(MIN_ROWS, MAX_ROWS + 1))
-        env: dict[str, np.ndarray | float | str] = {}
+        # path values first, columns added as drawn (a column's name shadows nothing: the Spec
+        # forbids duplicate names)
+        scope: dict = {}
         for name, value in values.items():
-            kind = self._path_variables[name].expression_kind
+            kind = self._path_kinds[name]
             if kind == "numeric":
-                env[name] = float(value)
+                scope[name] = float(value)
             elif kind == "categorical":
-                env[name] = value
-        cols: dict[str, np.ndarray] = {}
-        for col in spec.columns:
-            match col:
-                case IdentifierColumn():
-                    low = 10 ** (col.digits - 1)
-                    ids = rng.choice(9 * low, n, replace=False) + low
-                    cols[col.name] = np.array([f"{col.prefix}{i}" for i in ids.tolist()],
-                                              dtype=object)  # fmt: skip
-                case DatetimeColumn():
-                    cols[col.name] = self._timestamps(col, values, n, rng)
-                case CategoricalColumn():
-                    idx = rng.choice(len(col.values), n, p=col.probabilities)
-                    cols[col.name] = np.array(col.values, dtype=object)[idx]
-                case IntegerColumn():
-                    cols[col.name] = col.distribution.sample(rng, n)
-                case ContinuousColumn():
-                    x = col.distribution.sample(rng, n)
-                    if col.clip is not None:
-                        x = np.clip(x, col.clip[0], col.clip[1])
-                    cols[col.name] = np.round(x, col.decimals) + 0.0
-                case DependentColumn():
-                    expr = self.expressions[col.name]
-                    noise = rng.normal(0.0, col.noise_sd, n) if col.noise_sd > 0 else None
-                    x = expr.evaluate({**env, **cols}, n, noise)
-                    if expr.kind == "numeric":
-                        if col.clip is not None:
-                            x = np.clip(x, col.clip[0], col.clip[1])
-                        x = np.round(x, col.decimals) + 0.0
-                    cols[col.name] = x
-        return cols, rng
+                scope[name] = value
+        cols: dict[str, np.ndarray | _Text] = {}
+        key = None
+        for name, drawer in self._draws:
+            if isinstance(drawer, _Numbered):
+                numbers = drawer.numbers(rng, n, values)
+                if self._sort_by_number and name == self._sort_by:
+                    key = numbers
+                if name in self._deferred:
+                    cols[name] = _Text(drawer, numbers)
+                    continue
+                x = drawer.text(numbers)
+            else:
+                x = drawer(rng, n, scope)
+            cols[name] = scope[name] = x
+        return cols, rng, key, n
 
-    def _timestamps(
-        self, col: DatetimeColumn, values: dict[str, str], n: int, rng: np.random.Generator
-    ) -> np.ndarray:
-        date = next((values[p.name] for p in self.spec.path_variables if p.kind == "date"), None)
-        start = col.start.replace(tzinfo=None)
-        if date is not None:
-            start = dt.datetime.combine(dt.date.fromisoformat(date), start.time())
-        else:
-            start += dt.timedelta(days=int(rng.integers(0, 365)))
-        if col.regular:
-            offsets = np.arange(n, dtype=np.int64) * col.interval_seconds
-        else:
-            offsets = np.sort(rng.integers(0, n * col.interval_seconds, n))
-        stamps = np.datetime64(start, "s") + offsets.astype("timedelta64[s]")
-        return np.char.add(np.datetime_as_string(stamps, unit="s"), "Z").astype(object)
+    def columns(self, path: str, values: Mapping[str, str]) -> Columns:
+        """The file's columns as served: missing values applied (NaN in numeric columns, whose
+        integers then become floats; None in text columns), rows sorted."""
+        cols, rng, key, n = self._draw(path, values)
+        for name, rate in self._missing:
+            mask = rng.random(n) < rate
+            x = cols[name]
+            if x.dtype == object:
+                x = x.copy()
+                x[mask] = None
+            else:  # integers become floats (NaN is a float)
+                x = np.where(mask, np.nan, x)
+            cols[name] = x
+        if self._sort_by is not None:
+            order = np.argsort(key if key is not None else cols[self._sort_by], kind="stable")
+            cols = {k: v.take(order) if isinstance(v, _Text) else v[order] for k, v in cols.items()}
+        return Columns(cols, n)
 
-    def table(self, path: str, values: dict[str, str]) -> pd.DataFrame:
+    def table(self, path: str, values: Mapping[str, str]) -> pd.DataFrame:
         """The file's table as served (missing values applied, rows sorted)."""
-        cols, rng = self._draw(path, values)
-        n = len(next(iter(cols.values())))
-        for col in self.spec.columns:
-            if col.missing_rate > 0:
-                mask = rng.random(n) < col.missing_rate
-                x = cols[col.name]
-                if x.dtype == object:
-                    x = x.copy()
-                    x[mask] = None
-                else:
-                    x = np.where(mask, np.nan, x.astype(np.float64))
-                cols[col.name] = x
-        if self.spec.sort_by is not None:
-            order = np.argsort(cols[self.spec.sort_by], kind="stable")
-            cols = {k: v[order] for k, v in cols.items()}
-        return pd.DataFrame(cols)
+        return pd.DataFrame(dict(self.columns(path, values)))

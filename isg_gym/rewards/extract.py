@@ -92,7 +92,8 @@ _FAIL = object()
 
 MAX_SENTENCE_CHARS = 200
 _CUE = (
-    r"(?:(?<![^\s])(?:is|was|are|were|equals|equal\s+to|=|\u2248)|:)"
+    r"(?:(?<![^\s])(?:is|was|are|were|equals|equal\s+to|has|have|had|contains|contain"
+    r"|holds|hold|totals?|=|\u2248)|:)"
     r"\s+(?:(?:approximately|approx\.|about|around|roughly|exactly|~)\s*)?"
 )
 _STATED = re.compile(rf"{_CUE}({_NUM})", re.IGNORECASE)
@@ -110,10 +111,12 @@ def stated_number(text: str) -> str | None:
 
     The rule (deliberately narrow, so that prose listing candidates is never graded by luck):
     the text is at most :data:`MAX_SENTENCE_CHARS` characters; a number is *stated* when it
-    follows a copula or an equals sign ("is", "was", "are", "were", "equals", "equal to",
-    "=", "≈", or a colon; optionally then "approximately", "about", ...), e.g. "The minimum is
-    19.30 g." or "Answer: 12". Exactly one distinct value must be stated, and no stated number
-    may be hedged (followed, after at most three unit words, by "%", "±", a range "-"/"to",
+    follows a copula, a verb of having or an equals sign ("is", "was", "are", "were", "equals",
+    "equal to", "has", "have", "contains", "holds", "totals", "=", "≈", or a colon; optionally
+    then "approximately", "about", ...), e.g. "The minimum is 19.30 g.", "The file has 168 data
+    rows." or "Answer: 12" (a bare "168 rows" needs no rule: the numeric rubric reads up to
+    three unit words after a number). Exactly one distinct value must be stated, and no stated
+    number may be hedged (followed, after at most three unit words, by "%", "±", a range "-"/"to",
     a list ", 2", "or"/"and" and another number, or "or more"/"or so"). Numbers that are not
     stated (file names, a campaign number, "at 37 C") are ignored. The number is returned as
     written. Answers in JSON or ``\\boxed{}`` never reach this rule.

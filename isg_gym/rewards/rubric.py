@@ -63,19 +63,28 @@ class Score:
 def grade(question: Question, answer: object) -> Score:
     """Grade ``answer`` (a raw reply, an extracted string, or a bool / int / float) for
     ``question``."""
-    text = _as_text(answer)
+    text, verdict = grade_presence(question, answer)
+    return verdict if verdict is not None else _grade_value(question, answer, text)
+
+
+def grade_presence(question: Any, answer: object) -> tuple[str, Score | None]:
+    """What every env's grader does first: the answer's text, and the score when it is missing,
+    an abstention, or given to an unanswerable question (``question`` has ``answerable`` and
+    ``reason``); None when the value itself must be graded."""
+    text = answer_text(answer)
     if text is None:
-        return _score(False, None, False, "no answer (None, empty, NaN or infinite)")
+        return "", _score(False, None, False, "no answer (None, empty, NaN or infinite)")
     if is_abstention(text):
         if question.answerable:
-            return _score(False, ABSTAIN, True, "abstained on an answerable question")
-        return _score(True, ABSTAIN, True, f"correctly abstained ({question.reason})")
+            return text, _score(False, ABSTAIN, True, "abstained on an answerable question")
+        return text, _score(True, ABSTAIN, True, f"correctly abstained ({question.reason})")
     if not question.answerable:
-        return _score(False, text, False, f"answered an unanswerable question ({question.reason})")
-    return _grade_value(question, answer, text)
+        why = f"answered an unanswerable question ({question.reason})"
+        return text, _score(False, text, False, why)
+    return text, None
 
 
-def _as_text(answer: object) -> str | None:
+def answer_text(answer: object) -> str | None:
     """The extracted answer text; None for None, empty, NaN and infinite answers."""
     if answer is None:
         return None

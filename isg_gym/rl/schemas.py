@@ -21,12 +21,24 @@ def openai_tools() -> list[dict[str, Any]]:
     return tool_schemas()
 
 
-def system_prompt(max_steps: int = 30) -> str:
+def system_prompt(max_steps: int = 30, *, tools: bool = True) -> str:
     """The env's system prompt (tool descriptions, the Hermes call format and the answering
-    conventions) for ``max_steps``."""
-    return SYSTEM_PROMPT.format(
-        tools=describe_tools(), max_steps=max_steps, conventions=CONVENTIONS
-    )
+    conventions) for ``max_steps``.
+
+    ``tools=False``: the same task statement and conventions without the tool list and the call
+    format, for trainers whose chat template describes the tools itself (TRL renders the tool
+    schemas into the prompt; the full prompt would describe every tool twice).
+    """
+    if tools:
+        return SYSTEM_PROMPT.format(
+            tools=describe_tools(), max_steps=max_steps, conventions=CONVENTIONS
+        )
+    return f"{task_statement()} You can call tools at most {max_steps} times.\n\n{CONVENTIONS}"
+
+
+def task_statement() -> str:
+    """The first paragraph of the env's system prompt: what the agent is asked to do."""
+    return SYSTEM_PROMPT.split("\n\n", 1)[0]
 
 
 def tools_json(indent: int | None = 2) -> str:
@@ -52,8 +64,14 @@ def main(argv: list[str] | None = None) -> int:
         "--system-prompt", action="store_true", help="print the system prompt instead"
     )
     parser.add_argument("--max-steps", type=int, default=30, help="step budget in the prompt")
+    parser.add_argument(
+        "--no-tools", action="store_true", help="no tool list in the prompt (the trainer adds it)"
+    )
     args = parser.parse_args(argv)
-    text = system_prompt(args.max_steps) if args.system_prompt else tools_json()
+    if args.system_prompt:
+        text = system_prompt(args.max_steps, tools=not args.no_tools)
+    else:
+        text = tools_json()
     if args.out:
         out = Path(args.out)
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -1,17 +1,29 @@
-"""ISG-v0 as a TRL ``environment_factory`` (``GRPOTrainer(environment_factory=ISGToolEnv)``).
+"""ISG-v0 as a TRL ``environment_factory``::
+
+    GRPOTrainer(environment_factory=ISGToolEnv, reward_funcs=[isg_reward],
+                train_dataset=Dataset.from_list(make_dataset_rows(...)), ...)
 
 TRL's contract (``environment_factory``, experimental in TRL): the trainer builds one instance
 per rollout slot with no arguments, calls ``reset(**row)`` with the dataset row's columns at the
 start of every rollout and appends the returned text to the last prompt message, exposes every
-public method other than ``reset`` (bound methods whose name does not start with ``_``; recent
-TRL versions also skip ``get_reward``) as a tool built from its signature and Google-style
-docstring, and passes the instances to the reward functions as ``environments``.
+public method other than ``reset`` and ``get_reward`` (functions of the class whose name does
+not start with ``_``) as a tool built from its signature and Google-style docstring, and passes
+the instances to the reward functions as ``environments``. A class with a ``get_reward`` method
+gets it added as a reward source of its own.
 
 :class:`ISGToolEnv` wraps one :class:`~isg_gym.envs.env.ISGEnv`: its tools are the env's
-tools and :meth:`ISGToolEnv.get_reward` is the env's reward. Configure the wrapped env with
+tools. It has no ``get_reward``: :func:`isg_reward` is its one reward source, because only a
+reward function sees the completions, and a rollout that ends with a plain assistant message
+(no tool call) is graded on that message, as the final answer (TRL ends the rollout there and
+the env never sees the text otherwise). Configure the wrapped env with
 ``ISGToolEnv.configure(max_steps=20, sandbox="auto")`` (a subclass) or by subclassing and
 setting ``env_kwargs``. ``configure`` lives on the metaclass, so instances do not expose it to
 TRL as a tool.
+
+The dataset rows' system prompt (:func:`make_dataset_rows`) states the task and the answering
+conventions without the tool list: TRL's chat template adds the tool schemas itself. Models
+whose chat template has no tool calls (SmolLM2) need
+:func:`isg_gym.rl.chat_template.use_hermes_chat_template`.
 """
 
 from __future__ import annotations
@@ -21,6 +33,7 @@ import inspect
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from isg_gym.envs.actions import parse_action
 from isg_gym.envs.env import ISGEnv
 from isg_gym.eval.splits import generate_split, resolve_split, train_env_kwargs
 from isg_gym.rl.schemas import system_prompt
@@ -36,7 +49,9 @@ MAX_GENERATED_ROWS = 100_000  # a range of repositories is turned into one quest
 _ENV_PARAMS = frozenset(inspect.signature(ISGEnv.__init__).parameters) - {"self"}
 
 
-def _check_env_kwargs(env_kwargs: dict[str, Any]) -> None:
+def check_env_kwargs(env_kwargs: dict[str, Any]) -> None:
+    """A ``TypeError`` naming the keys that are not :class:`~isg_gym.envs.env.ISGEnv`
+    arguments."""
     unknown = sorted(set(env_kwargs) - _ENV_PARAMS)
     if unknown:
         raise TypeError(f"unknown ISGEnv arguments {unknown}; known: {sorted(_ENV_PARAMS)}")
@@ -50,7 +65,7 @@ class _Configurable(type):
 
     def configure(cls, **env_kwargs: Any) -> type[ISGToolEnv]:
         """A subclass whose wrapped env gets ``env_kwargs`` (merged over the class's own)."""
-        _check_env_kwargs(env_kwargs)
+        check_env_kwargs(env_kwargs)
         namespace = {
             "env_kwargs": {**cls.env_kwargs, **env_kwargs},
             "__module__": cls.__module__,
@@ -66,14 +81,15 @@ class ISGToolEnv(metaclass=_Configurable):
     ``env_kwargs`` (class level) go to :class:`~isg_gym.envs.env.ISGEnv`; by default the env
     draws only training repositories (:func:`isg_gym.eval.splits.train_env_kwargs`), so a row
     without ``question_id`` never samples an evaluation question. Attributes after an episode:
-    ``question_id``, ``outcome`` (the env's, e.g. ``correct``), ``steps`` and ``info`` (the
-    reset info).
+    ``question_id``, ``reward`` (0 until a final answer, then the env's reward for it),
+    ``outcome`` (the env's, e.g. ``correct``; ``no_answer`` when the rollout ended without
+    one), ``steps`` and ``info`` (the reset info).
     """
 
     env_kwargs: ClassVar[dict[str, Any]] = train_env_kwargs()
 
     def __init__(self) -> None:
-        _check_env_kwargs(self.env_kwargs)
+        check_env_kwargs(self.env_kwargs)
         self._env = ISGEnv(**self.env_kwargs)
         self._reward = 0.0
         self._done = False
@@ -163,13 +179,31 @@ class ISGToolEnv(metaclass=_Configurable):
         """
         return self._call("final_answer", {"answer": answer})
 
-    def get_reward(self) -> float:
-        """The episode's reward: 0 until a final answer, then the env's reward for it.
+    # --- not tools: a property, and methods whose name starts with "_" ----------------------
 
-        Returns:
-            The reward of the episode so far.
-        """
+    @property
+    def reward(self) -> float:
+        """The episode's reward: 0 until a final answer, then the env's reward for it."""
         return self._reward
+
+    def _end_with_message(self, text: str) -> None:
+        """The rollout ended on ``text``, an assistant message TRL ran no tool call from: grade
+        it as the final answer (its ``<think>`` part removed). A ``final_answer`` call written
+        in it that TRL could not parse counts as the answer; other tool calls in it are not run
+        (the rollout is over) and leave the episode without an answer."""
+        if not self._started or self._done:
+            return
+        parsed = parse_action(text)
+        if parsed.calls:
+            final = next((c for c in parsed.calls if c.error is None and c.name == "final_answer"),
+                         None)  # fmt: skip
+            if final is not None:
+                self._call("final_answer", final.arguments)
+        else:  # prose, an {"answer": ...} or a \boxed{} answer, or nothing
+            self._call("final_answer", {"answer": parsed.text or parsed.answer_text or ""})
+        if not self._done:
+            self._done = True
+            self.outcome = "no_answer"
 
     # --- internals --------------------------------------------------------------------------
 
@@ -195,12 +229,57 @@ class ISGToolEnv(metaclass=_Configurable):
                 env.close()
 
 
+def isg_reward(
+    environments: Sequence[Any], completions: Sequence[Any] | None = None, **kwargs: Any
+) -> list[float | None]:
+    """The reward function for ``GRPOTrainer(reward_funcs=[isg_reward])``: each rollout's env
+    reward (1 for a right final answer by default, plus the ``reward_config``'s format part).
+
+    A rollout whose last assistant message made no tool call is first graded on that message,
+    as its final answer (:meth:`ISGToolEnv._end_with_message`); TRL passes the completions (lists
+    of chat messages) to reward functions, never to the environments. Environments of another
+    class get None (TRL ignores it).
+    """
+    rewards: list[float | None] = []
+    for i, env in enumerate(environments):
+        if not isinstance(env, ISGToolEnv):
+            rewards.append(None)
+            continue
+        text = final_message_text(completions[i]) if completions is not None else None
+        if text is not None:
+            env._end_with_message(text)
+        rewards.append(env.reward)
+    return rewards
+
+
+def final_message_text(completion: Any) -> str | None:
+    """The text of a completion's last message when it is an assistant message without tool
+    calls (None otherwise: the rollout stopped on a tool call or a tool result)."""
+    if isinstance(completion, str):
+        return completion
+    if not isinstance(completion, Sequence) or not completion:
+        return None
+    last = completion[-1]
+    if not isinstance(last, dict) or last.get("role") != "assistant" or last.get("tool_calls"):
+        return None
+    content = last.get("content") or ""
+    if isinstance(content, list):  # content parts
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return str(content)
+
+
 def make_dataset_rows(
-    split_or_range: str | Sequence[str] | range, n: int | None = None, *, max_steps: int = 30
+    split_or_range: str | Sequence[str] | range,
+    n: int | None = None,
+    *,
+    max_steps: int = 30,
+    tool_list: bool = False,
 ) -> list[dict[str, Any]]:
     """Rows for a TRL ``Dataset.from_list``: ``prompt`` (the system prompt and an empty user
     message, to which TRL appends what :meth:`ISGToolEnv.reset` returns: the question) and
-    ``question_id``.
+    ``question_id``. The system prompt states the task, the step budget and the answering
+    conventions; the tools are left to TRL's chat template (``tool_list=True`` adds the env's
+    own tool list and call format, for a trainer that does not render tools).
 
     ``split_or_range``: a split name (``"isg-500"``), ``"repos:A-B"``, a list of question ids
     (see :func:`isg_gym.eval.splits.resolve_split`), or a ``range`` of repository seeds (one
@@ -208,20 +287,8 @@ def make_dataset_rows(
     :data:`isg_gym.eval.splits.TRAIN_REPOSITORIES`). ``n`` keeps the first ``n`` rows.
     ``max_steps`` is the step budget the prompt announces: match the env's.
     """
-    if n is not None and n < 0:
-        raise ValueError(f"n must be >= 0, got {n}")
-    if isinstance(split_or_range, range):
-        seeds = split_or_range if n is None else split_or_range[:n]
-        if len(seeds) > MAX_GENERATED_ROWS:
-            raise ValueError(
-                f"{len(seeds)} repositories is too many rows; pass n (at most {MAX_GENERATED_ROWS})"
-            )
-        ids = generate_split(seeds)
-    else:
-        ids = resolve_split(split_or_range)
-        if n is not None:
-            ids = ids[:n]
-    system = system_prompt(max_steps)
+    ids = dataset_question_ids(split_or_range, n)
+    system = system_prompt(max_steps, tools=tool_list)
     return [
         {
             "prompt": [
@@ -232,3 +299,21 @@ def make_dataset_rows(
         }
         for qid in ids
     ]
+
+
+def dataset_question_ids(
+    split_or_range: str | Sequence[str] | range, n: int | None = None
+) -> list[str]:
+    """Question ids of a split name, ``"repos:A-B"``, a list of ids, or a ``range`` of
+    repository seeds (one question each, the split recipe), the first ``n`` of them."""
+    if n is not None and n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    if isinstance(split_or_range, range):
+        seeds = split_or_range if n is None else split_or_range[:n]
+        if len(seeds) > MAX_GENERATED_ROWS:
+            raise ValueError(
+                f"{len(seeds)} repositories is too many rows; pass n (at most {MAX_GENERATED_ROWS})"
+            )
+        return generate_split(seeds)
+    ids = resolve_split(split_or_range)
+    return ids if n is None else ids[:n]

@@ -4,7 +4,15 @@ Each ``data/lexicon/<field>.json`` file (named like the taxonomy file it covers)
 archetypes. An archetype is a plausible kind of study in that field: its title patterns, story
 text, and pools of path variables, independent variables, dependent variables (with a causal
 sketch of which inputs drive them, in which direction and through which functional form), and
-variables that are described but never recorded. ``python -m isg_gym.simulator.lexicon``
+variables that are described but never recorded.
+
+Each ``data/lexicon/<field>.subdomains.json`` file holds the vocabulary of the field's
+subdomains: what a subdomain's studies are about (topics), how they measure (methods), the
+row-level covariates they may record (variables with unit, distribution and description), and
+optionally which of the field's archetypes serve the subdomain (default: those of its domain).
+:func:`subdomain_archetypes` adapts each serving archetype to the subdomain (its own id, topics,
+methods and the covariates added to its independent variables); a subdomain without vocabulary
+is served by its domain's archetypes unchanged. ``python -m isg_gym.simulator.lexicon``
 validates every file and prints coverage.
 """
 
@@ -21,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from isg_gym.simulator.taxonomy import load_taxonomy
 from isg_gym.spec.distributions import ContinuousDistribution, IntegerDistribution
-from isg_gym.spec.models import PATH_TOKEN_RE, VariableInfo, check_label
+from isg_gym.spec.models import PATH_TOKEN_RE, Spec, VariableInfo, check_label
 
 PLACEHOLDERS = ("subdomain", "domain", "factor", "focus")
 _PLACEHOLDER_RE = re.compile(r"\{([a-z_]+)\}")
@@ -167,6 +175,8 @@ class Archetype(_Model):
     dependent: list[LexDependent] = Field(min_length=3)
     confounders: list[VariableText] = Field(min_length=1)
     planned: list[VariableText] = Field(min_length=1, description="planned, never recorded")
+    topics: list[str] = Field(default=[], description="set by subdomain specialisation")
+    methods: list[str] = Field(default=[], description="set by subdomain specialisation")
 
     @field_validator("titles", "setting", "goal", "hypothesis")
     @classmethod
@@ -246,6 +256,137 @@ class FieldLexicon(_Model):
         return self
 
 
+_PHRASE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ,()'/+.-]{2,58}[A-Za-z0-9)]$")
+
+
+def _check_phrases(phrases: list[str], where: str) -> list[str]:
+    for text in phrases:
+        if not _PHRASE_RE.match(text) or "  " in text:
+            raise ValueError(
+                f"{where}: {text!r} must be a 4-60 character phrase of letters, digits, spaces "
+                "and ,()'/+.- (no braces, no final full stop)"
+            )
+    if len(set(phrases)) != len(phrases):
+        raise ValueError(f"{where}: phrases must be distinct")
+    return phrases
+
+
+class SubdomainVocabulary(_Model):
+    """A subdomain's own words, written to fit every archetype that serves it."""
+
+    topics: list[str] = Field(min_length=3, max_length=6, description=(
+        "what its studies are about: noun phrases that read well after 'in' (lower case but for "
+        "names and acronyms)"))  # fmt: skip
+    methods: list[str] = Field(min_length=2, max_length=5, description=(
+        "how its studies measure: noun phrases that read well after 'with'"))  # fmt: skip
+    variables: list[
+        Annotated[LexCategorical | LexInteger | LexContinuous, Field(discriminator="kind")]
+    ] = Field(default=[], max_length=4, description="row-level covariates (no dependent uses them)")
+    archetypes: list[str] | None = Field(
+        default=None, description="ids of the field's archetypes serving it (default: its domain's)"
+    )
+
+    @field_validator("topics", "methods")
+    @classmethod
+    def _phrases(cls, v: list[str]) -> list[str]:
+        return _check_phrases(v, "vocabulary")
+
+
+class FieldSubdomains(_Model):
+    field: str = Field(description="taxonomy file stem, e.g. 'natural_physics'")
+    domains: dict[str, dict[str, SubdomainVocabulary]] = Field(
+        description="domain -> subdomain -> vocabulary (a subdomain may be left out)"
+    )
+
+    @model_validator(mode="after")
+    def _known(self):
+        taxonomy = load_taxonomy()
+        if self.field not in taxonomy:
+            raise ValueError(f"unknown field {self.field!r}; known: {sorted(taxonomy)}")
+        archetypes = {a.id: a for a in load_lexicon(self.field).archetypes}
+        for domain, subdomains in self.domains.items():
+            known = taxonomy[self.field].get(domain)
+            if known is None:
+                raise ValueError(f"{self.field}: unknown domain {domain!r}")
+            for sub, vocab in subdomains.items():
+                if sub not in known:
+                    raise ValueError(f"{self.field}/{domain}: unknown subdomain {sub!r}")
+                for arch_id in vocab.archetypes or []:
+                    if arch_id not in archetypes:
+                        raise ValueError(f"{sub}: unknown archetype {arch_id!r}")
+                for arch in _serving(archetypes, domain, vocab):
+                    _specialise(arch, sub, vocab)  # raises on a clash of variable names
+        return self
+
+
+def _serving(
+    archetypes: dict[str, Archetype], domain: str, vocab: SubdomainVocabulary | None
+) -> list[Archetype]:
+    if vocab is not None and vocab.archetypes:
+        return [archetypes[i] for i in vocab.archetypes]
+    return [a for a in archetypes.values() if domain in a.domains]
+
+
+def subdomain_slug(subdomain: str) -> str:
+    """``'Quantum Computing Experiments'`` -> ``'quantum_computing_experiments'``."""
+    return re.sub(r"[^a-z0-9]+", "_", subdomain.lower()).strip("_")
+
+
+def _specialise(arch: Archetype, subdomain: str, vocab: SubdomainVocabulary) -> Archetype:
+    """``arch`` adapted to a subdomain: its id ``<archetype>/<subdomain slug>``, the subdomain's
+    topics and methods, and its covariates appended to the independent variables. The parts are
+    validated models already, so only the one new constraint is checked: no covariate may share a
+    name with a variable of the archetype or of the builder (a copy, not a re-validation, keeps
+    the first build of a field fast)."""
+    names = {arch.identifier.name, arch.timestamp.name, "researcher", "collection_date",
+             f"{arch.sequence_name}_number"[:31]}  # fmt: skip
+    for group in (arch.path_variables, arch.independent, arch.dependent, arch.confounders,
+                  arch.planned):  # fmt: skip
+        names |= {v.name for v in group}
+    covariates = [v.name for v in vocab.variables]
+    if clash := sorted(names.intersection(covariates)):
+        raise ValueError(f"archetype {arch.id} in subdomain {subdomain!r}: duplicate variable "
+                         f"names {clash}")  # fmt: skip
+    if len(set(covariates)) != len(covariates):
+        raise ValueError(f"subdomain {subdomain!r}: duplicate covariate names {covariates}")
+    return arch.model_copy(update={
+        "id": f"{arch.id}/{subdomain_slug(subdomain)}", "topics": list(vocab.topics),
+        "methods": list(vocab.methods), "independent": [*arch.independent, *vocab.variables],
+    })  # fmt: skip
+
+
+@cache
+def load_subdomains(field: str) -> FieldSubdomains:
+    """The validated subdomain vocabulary of one field (cached; empty if the file is absent)."""
+    path = resources.files("isg_gym.data.lexicon").joinpath(f"{field}.subdomains.json")
+    if not path.is_file():
+        return FieldSubdomains(field=field, domains={})
+    return FieldSubdomains.model_validate_json(path.read_text("utf-8"))
+
+
+@cache
+def subdomain_archetypes(field: str, domain: str, subdomain: str) -> tuple[Archetype, ...]:
+    """The archetypes serving one subdomain: adapted to its vocabulary where the lexicon has
+    one, else its domain's archetypes as they are."""
+    archetypes = {a.id: a for a in load_lexicon(field).archetypes}
+    vocab = load_subdomains(field).domains.get(domain, {}).get(subdomain)
+    serving = _serving(archetypes, domain, vocab)
+    if vocab is None:
+        return tuple(serving)
+    return tuple(_specialise(a, subdomain, vocab) for a in serving)
+
+
+def spec_archetype(spec: Spec) -> Archetype | None:
+    """The archetype a procedural Spec was built from (``spec.archetype``), or None (a Spec of
+    another builder)."""
+    t = spec.taxonomy
+    try:
+        candidates = subdomain_archetypes(t.field, t.domain, t.subdomain)
+    except (FileNotFoundError, KeyError):
+        return None
+    return next((a for a in candidates if a.id == spec.archetype), None)
+
+
 @cache
 def load_lexicon(field: str) -> FieldLexicon:
     """The validated lexicon of one taxonomy field (cached)."""
@@ -274,6 +415,15 @@ def main(argv: list[str] | None = None) -> int:
             failed += 1
         else:
             print(f"{field}: ok, {len(lex.archetypes)} archetypes")
+        try:
+            subs = load_subdomains(field)
+        except Exception as err:  # report every file, then fail
+            print(f"{field}.subdomains: INVALID\n{err}")
+            failed += 1
+            continue
+        total = sum(len(s) for s in load_taxonomy()[field].values())
+        own = sum(len(s) for s in subs.domains.values())
+        print(f"{field}.subdomains: ok, {own} of {total} subdomains with their own vocabulary")
     return 1 if failed else 0
 
 

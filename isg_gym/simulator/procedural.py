@@ -19,15 +19,16 @@ from isg_gym.seeding import check_seed, derive
 from isg_gym.simulator.expressions import InputScale, compose, num
 from isg_gym.simulator.lexicon import (
     Archetype,
+    Effect,
     LexCategorical,
     LexContinuous,
     LexDependent,
     LexInteger,
     LexPathVariable,
     load_common,
-    load_lexicon,
+    subdomain_archetypes,
 )
-from isg_gym.simulator.story import write_story
+from isg_gym.simulator.story import Focus, write_story
 from isg_gym.simulator.taxonomy import sample_triple
 from isg_gym.spec import distributions as d
 from isg_gym.spec.models import (
@@ -376,25 +377,35 @@ def _choose_variables(
     return [pool[i] for i in sorted(chosen)], deps
 
 
+def _live(effect: Effect, scales: dict[str, InputScale], shares: dict[str, dict]) -> bool:
+    """Whether an effect is a term of its dependent's expression that varies in the data."""
+    if effect.form == "level":
+        return shares.get(effect.input, {}).get(effect.level, 0) > 0
+    return effect.input in scales and (effect.other is None or effect.other in scales)
+
+
 def _pick_factor_focus(
-    deps: list[DependentColumn], lex_deps: list[LexDependent], path_vars: list[PathVariable],
-    labels: dict[str, str],
-) -> tuple[str, str]:  # fmt: skip
-    focus_dep = next((ld for ld, c in zip(lex_deps, deps, strict=True)
-                      if ld.kind == "numeric" and c.expression), lex_deps[0])  # fmt: skip
-    factor = next((labels[e.input] for e in sorted(focus_dep.effects, key=lambda e: -e.strength)
-                   if e.input in labels), None)  # fmt: skip
-    if factor is None:
-        factor = next((p.label for p in path_vars if p.kind in ("numeric", "categorical")),
-                      path_vars[0].label)  # fmt: skip
-    return factor, focus_dep.label
+    lex_deps: list[LexDependent], path_vars: list[PathVariable], labels: dict[str, str],
+    scales: dict[str, InputScale], shares: dict[str, dict],
+) -> tuple[str, str, bool]:  # fmt: skip
+    """(factor, focus, linked) for the story: the first numeric dependent with a live term in
+    its expression, and that term's input with the largest strength (``linked``); else the first
+    dependent and a path condition, which the story then names without claiming a relation."""
+    numeric = [ld for ld in lex_deps if ld.kind == "numeric"] or lex_deps
+    for dep in numeric:
+        factor = next((labels[e.input] for e in sorted(dep.effects, key=lambda e: -e.strength)
+                       if _live(e, scales, shares)), None)  # fmt: skip
+        if factor is not None:
+            return factor, dep.label, True
+    factor = next((p.label for p in path_vars if p.kind in ("numeric", "categorical")),
+                  path_vars[0].label)  # fmt: skip
+    return factor, numeric[0].label, False
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=64)  # a Spec is ~50 KB: a long run must not keep thousands
 def _build(seed: int) -> Spec:
     triple = sample_triple(derive(seed, "taxonomy"))
-    lexicon = load_lexicon(triple.field)
-    candidates = [a for a in lexicon.archetypes if triple.domain in a.domains]
+    candidates = subdomain_archetypes(triple.field, triple.domain, triple.subdomain)
     arch = candidates[derive(seed, "archetype").integers(len(candidates))]
 
     rng = derive(seed, "variables")
@@ -458,9 +469,9 @@ def _build(seed: int) -> Spec:
                else sortable[srng.integers(len(sortable))])  # fmt: skip
 
     labels = {c.name: c.label for c in columns} | {p.name: p.label for p in path_vars}
-    factor, focus = _pick_factor_focus(deps, lex_deps, path_vars, labels)
-    story = write_story(arch, triple, factor, focus, path_vars, columns, confounders, planned,
-                        derive(seed, "story"))  # fmt: skip
+    factor, focus, linked = _pick_factor_focus(lex_deps, path_vars, labels, scales, shares)
+    story = write_story(arch, triple, Focus(factor, focus, linked), path_vars, columns,
+                        confounders, planned, derive(seed, "story"))  # fmt: skip
 
     vrng = derive(seed, "readme")
     present = bool(vrng.random() < 0.5)

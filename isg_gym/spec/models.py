@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from isg_gym.spec.distributions import ContinuousDistribution, IntegerDistribution
 from isg_gym.spec.expressions import ExpressionError, Kind, compile_expression, expression_kind
 
-SPEC_VERSION = 2
+SPEC_VERSION = 3
 FileFormat = Literal["csv", "json", "jsonl", "xlsx", "txt", "log"]
 FILE_FORMATS: tuple[FileFormat, ...] = ("csv", "json", "jsonl", "xlsx", "txt", "log")
 EXPANSION_STYLES = ("{name}={val}", "{name}_{val}", "{name}-{val}", "{name}{val}", "{val}")

@@ -141,7 +141,7 @@ def tool_schema(name: str) -> dict[str, Any]:
 
 
 def describe_tools(schemas: list[dict[str, Any]] | None = None) -> str:
-    """A plain-text description of the tools (default: these four) for a system prompt."""
+    """A plain-text description of the tools (default: ISG-v0's four) for a system prompt."""
     lines = []
     for schema in _SCHEMAS if schemas is None else schemas:
         fn = schema["function"]

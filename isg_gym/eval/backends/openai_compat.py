@@ -38,6 +38,18 @@ def is_local_url(url: str | None) -> bool:
     return address.is_loopback or address.is_private or address.is_unspecified
 
 
+def check_base_url(url: str | None) -> None:
+    """Raise ValueError unless ``url`` is None or an http(s) URL with a host."""
+    if url is None:
+        return
+    parsed = urlparse(url)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise ValueError(
+            f"base URL {url!r} is not an http(s) URL with a host; write it in full, e.g. "
+            f"http://{url.split('://')[-1]}"
+        )
+
+
 def clean_message(message: Message) -> Message:
     """``message`` without ``None`` values the API may reject; an assistant message keeps
     ``content: None`` when it carries tool calls (the API's own shape for such turns)."""
@@ -56,12 +68,17 @@ _CONTEXT_ERROR = re.compile(
 )
 
 
+def is_context_overflow(message: str) -> bool:
+    """Whether an error message says the conversation no longer fits the model's context."""
+    return bool(_CONTEXT_ERROR.search(message))
+
+
 def _error_kind(exc: BaseException) -> str:
     """``"model"`` for a refusal because the conversation no longer fits the model's context
     (HTTP 400 saying so: the agent's doing), else ``"backend"`` (infrastructure)."""
     import openai
 
-    if isinstance(exc, openai.BadRequestError) and _CONTEXT_ERROR.search(str(exc)):
+    if isinstance(exc, openai.BadRequestError) and is_context_overflow(str(exc)):
         return "model"
     return "backend"
 
@@ -116,6 +133,7 @@ class OpenAIBackend:
             raise ValueError("concurrency must be >= 1")
         if max_retries < 0:
             raise ValueError("max_retries must be >= 0")
+        check_base_url(base_url)
         self.model = model
         self.base_url = base_url
         self.concurrency = int(concurrency)
@@ -142,19 +160,36 @@ class OpenAIBackend:
         self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="openai-backend")
 
     def complete(
-        self, conversations: list[list[Message]], tools: list[dict[str, Any]]
+        self,
+        conversations: list[list[Message]],
+        tools: list[dict[str, Any]],
+        *,
+        response_format: dict[str, Any] | None = None,
     ) -> list[Completion]:
-        """One completion per conversation, in order (requests run concurrently)."""
+        """One completion per conversation, in order (requests run concurrently).
+
+        ``response_format`` (e.g. ``{"type": "json_schema", "json_schema": {"name", "schema"}}``)
+        is sent as is: the server constrains the reply to the schema (vLLM's structured
+        outputs, OpenAI's JSON-schema mode); the caller still validates what comes back.
+        """
         if not conversations:
             return []
         send_tools = tools if self.native_tools and tools else None
-        return list(self._pool.map(lambda conv: self._one(conv, send_tools), conversations))
+        return list(self._pool.map(lambda conv: self._one(conv, send_tools, response_format),
+                                   conversations))  # fmt: skip
 
-    def _request(self, messages: list[Message], tools: list[dict[str, Any]] | None) -> dict:
+    def _request(
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]] | None,
+        response_format: dict[str, Any] | None = None,
+    ) -> dict:
         kwargs: dict[str, Any] = {
             "model": self.model,
             "messages": [clean_message(m) for m in messages],
         }
+        if response_format is not None:
+            kwargs["response_format"] = response_format
         if self.temperature is not None:
             kwargs["temperature"] = self.temperature
         if self.max_tokens is not None:
@@ -167,9 +202,15 @@ class OpenAIBackend:
             kwargs["extra_body"] = self.extra_body
         return kwargs
 
-    def _one(self, messages: list[Message], tools: list[dict[str, Any]] | None) -> Completion:
+    def _one(
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]] | None,
+        response_format: dict[str, Any] | None = None,
+    ) -> Completion:
         try:
-            response = self._client.chat.completions.create(**self._request(messages, tools))
+            request = self._request(messages, tools, response_format)
+            response = self._client.chat.completions.create(**request)
         except Exception as exc:  # the SDK has retried already: report, never raise
             return Completion(error=_error_text(exc), error_kind=_error_kind(exc))
         return parse_response(response)

@@ -25,6 +25,12 @@ INSTALL_HINT = "pip install 'isg-gym[vllm]'"
 # ToolParserManager moved from vllm.entrypoints.openai.tool_parsers to vllm.tool_parsers
 # (vLLM 0.13); ChatCompletionRequest moved out of vllm.entrypoints.openai.protocol later.
 PARSER_MODULES = ("vllm.tool_parsers", "vllm.entrypoints.openai.tool_parsers")
+# Structured outputs: StructuredOutputsParams(json=...) as SamplingParams(structured_outputs=)
+# since vLLM 0.10.2 (the guided_* fields were removed in 0.12), GuidedDecodingParams before.
+STRUCTURED_PARAMS = (
+    ("vllm.sampling_params", "StructuredOutputsParams", "structured_outputs"),
+    ("vllm.sampling_params", "GuidedDecodingParams", "guided_decoding"),
+)
 REQUEST_MODULES = (
     "vllm.entrypoints.openai.chat_completion.protocol",
     "vllm.entrypoints.openai.protocol",
@@ -103,6 +109,8 @@ class VLLMBackend:
         if self._parser is not None:
             # as vllm serve does with tools: keep <tool_call> tokens that a tokenizer marks special
             sampling["skip_special_tokens"] = False
+        self._vllm = vllm
+        self._sampling_kwargs = sampling
         self._sampling = vllm.SamplingParams(**sampling)
         self._request_cls = _first_attr(REQUEST_MODULES, "ChatCompletionRequest")
 
@@ -131,13 +139,48 @@ class VLLMBackend:
         except Exception:
             return None
 
+    def _structured(self, response_format: dict[str, Any] | None) -> Any:
+        """SamplingParams constraining the output to ``response_format`` (an OpenAI
+        ``json_schema`` or ``json_object`` format; ``text`` or None: free text) with vLLM's
+        structured outputs:
+        ``StructuredOutputsParams`` (vLLM >= 0.10.2), else ``GuidedDecodingParams``."""
+        kind = None if response_format is None else response_format.get("type")
+        if kind in (None, "text"):
+            return self._sampling
+        if kind == "json_schema":
+            constraint: dict[str, Any] = {"json": response_format["json_schema"]["schema"]}
+        elif kind == "json_object":
+            constraint = {"json_object": True}
+        else:
+            raise ValueError(f"response_format type {kind!r}: use json_schema or json_object")
+        for module, cls_name, keyword in STRUCTURED_PARAMS:
+            cls = _first_attr((module,), cls_name)
+            if cls is not None:
+                return self._vllm.SamplingParams(**self._sampling_kwargs,
+                                                  **{keyword: cls(**constraint)})  # fmt: skip
+        log.warning("this vLLM has no structured outputs; the reply is not constrained")
+        return self._sampling
+
     def complete(
-        self, conversations: list[list[Message]], tools: list[dict[str, Any]]
+        self,
+        conversations: list[list[Message]],
+        tools: list[dict[str, Any]],
+        *,
+        response_format: dict[str, Any] | None = None,
     ) -> list[Completion]:
-        """Answer every conversation with one ``LLM.chat`` call; never raises."""
+        """Answer every conversation with one ``LLM.chat`` call; never raises.
+
+        ``response_format`` (OpenAI shape, ``{"type": "json_schema", "json_schema": {"name",
+        "schema"}}``) constrains every reply of the batch to the schema (guided decoding).
+        """
         if not conversations:
             return []
-        kwargs: dict[str, Any] = {"sampling_params": self._sampling, "use_tqdm": False}
+        try:
+            sampling = self._structured(response_format)
+        except (ValueError, KeyError, TypeError) as exc:
+            error = f"vLLM structured output: {type(exc).__name__}: {exc}"
+            return [Completion(error=error) for _ in conversations]
+        kwargs: dict[str, Any] = {"sampling_params": sampling, "use_tqdm": False}
         if tools:
             kwargs["tools"] = tools
         if self.chat_template_kwargs:

@@ -82,7 +82,7 @@ class RandomPolicy(StepPolicy):
         rng: np.random.Generator = state["rng"]
         if state["calls_left"] > 0:
             state["calls_left"] -= 1
-            return _send(episode, self._call(rng, state["files"]))
+            return _send(episode, self._call(rng, state["files"], episode))
         return _send(episode, _final(self._answer(rng, state["words"], episode)))
 
     @staticmethod
@@ -103,8 +103,10 @@ class RandomPolicy(StepPolicy):
                     if word not in state["words"]:
                         state["words"].append(word)
 
-    @staticmethod
-    def _call(rng: np.random.Generator, files: list[str]) -> dict[str, Any]:
+    def _call(
+        self, rng: np.random.Generator, files: list[str], episode: EpisodeState
+    ) -> dict[str, Any]:
+        """One random exploring call (``episode``: for subclasses whose calls depend on it)."""
         kind = int(rng.integers(3))
         if kind == 0:
             depth = int(rng.integers(1, 4))

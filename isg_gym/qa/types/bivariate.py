@@ -27,20 +27,15 @@ from dataclasses import dataclass, replace
 from itertools import permutations, product
 
 import numpy as np
-import pandas as pd
-from scipy import stats
-from scipy.stats.contingency import expected_freq
 
 from isg_gym.qa.base import Context, Question, QuestionType, Reason, register
 from isg_gym.qa.conditions import (
     RowCondition,
-    combined_mask,
     describe_row_conditions,
     fill_row_condition,
     row_op,
 )
-from isg_gym.qa.scope import Scope, ScopeSampler, gather
-from isg_gym.repository import Repository
+from isg_gym.qa.scope import Scope, ScopeRows, ScopeSampler
 from isg_gym.spec.expressions import compile_expression
 from isg_gym.spec.models import CategoricalColumn, DependentColumn, Spec, column_kind
 
@@ -132,24 +127,36 @@ class Pair:
         return (self.x, self.y)
 
 
-def used_mask(data: pd.DataFrame, pair: Pair) -> np.ndarray:
+@dataclass(frozen=True)
+class Used:
+    """The values of x and y in the rows a statistic uses (from :func:`used_rows`)."""
+
+    x: np.ndarray
+    y: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.x)
+
+
+def used_mask(data: ScopeRows, pair: Pair) -> np.ndarray:
     """Rows with both values present (Welch: the value present and the group one of the two
     compared labels)."""
-    x, y = data[pair.x], data[pair.y]
     if pair.stat == "welch_t":
         assert pair.groups is not None
-        return (x.notna() & y.isin(list(pair.groups))).to_numpy()
-    return (x.notna() & y.notna()).to_numpy()
+        y = data.array(pair.y)
+        return data.present(pair.x) & ((y == pair.groups[0]) | (y == pair.groups[1]))
+    return data.present(pair.x) & data.present(pair.y)
 
 
-def used_rows(data: pd.DataFrame, pair: Pair, keep: np.ndarray) -> pd.DataFrame:
+def used_rows(data: ScopeRows, pair: Pair, keep: np.ndarray) -> Used:
     """The rows the statistic uses: kept by the conditions and in :func:`used_mask`."""
-    return data.loc[keep & used_mask(data, pair), [pair.x, pair.y]]
+    rows = keep & used_mask(data, pair)
+    return Used(data.array(pair.x)[rows], data.array(pair.y)[rows])
 
 
-def diagnose(roles: Roles, pair: Pair, rows: pd.DataFrame) -> Reason | None:
+def diagnose(roles: Roles, pair: Pair, rows: Used) -> Reason | None:
     """Why the statistic cannot be computed on ``rows`` (from :func:`used_rows`), or None."""
-    return diagnose_values(roles, pair, rows[pair.x].to_numpy(), rows[pair.y].to_numpy())
+    return diagnose_values(roles, pair, rows.x, rows.y)
 
 
 def _n_distinct(values: np.ndarray) -> int:
@@ -181,19 +188,21 @@ def diagnose_values(roles: Roles, pair: Pair, x: np.ndarray, y: np.ndarray) -> R
     return None
 
 
-def compute(pair: Pair, rows: pd.DataFrame, correction: bool = False) -> tuple[float, float]:
+def compute(pair: Pair, rows: Used, correction: bool = False) -> tuple[float, float]:
     """(statistic, two-sided p-value) of the pair on answerable ``rows``."""
+    from scipy import stats  # ~60 MB and seconds to import: only once a statistic is needed
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if pair.stat == "welch_t":
             assert pair.groups is not None
-            a, b = (rows.loc[rows[pair.y] == g, pair.x].to_numpy(float) for g in pair.groups)
+            a, b = (rows.x[rows.y == g].astype(float) for g in pair.groups)
             res = stats.ttest_ind(a, b, equal_var=False)
             return float(res.statistic), float(res.pvalue)
         if pair.stat == "chi_square":
-            res = stats.chi2_contingency(contingency(rows, pair), correction)
+            res = stats.chi2_contingency(contingency(rows), correction)
             return float(res.statistic), float(res.pvalue)
-        x, y = rows[pair.x].to_numpy(float), rows[pair.y].to_numpy(float)
+        x, y = rows.x.astype(float), rows.y.astype(float)
         match pair.stat:
             case "pearson":
                 res = stats.pearsonr(x, y)
@@ -207,16 +216,16 @@ def compute(pair: Pair, rows: pd.DataFrame, correction: bool = False) -> tuple[f
     raise ValueError(pair.stat)
 
 
-def contingency(rows: pd.DataFrame, pair: Pair) -> np.ndarray:
+def contingency(rows: Used) -> np.ndarray:
     """``pd.crosstab(x, y).to_numpy()`` (labels sorted, counts), computed faster."""
-    xl, xi = np.unique(rows[pair.x].to_numpy(str), return_inverse=True)
-    yl, yi = np.unique(rows[pair.y].to_numpy(str), return_inverse=True)
+    xl, xi = np.unique(rows.x.astype(str), return_inverse=True)
+    yl, yi = np.unique(rows.y.astype(str), return_inverse=True)
     counts = np.bincount(xi * len(yl) + yi, minlength=len(xl) * len(yl))
     return counts.reshape(len(xl), len(yl))
 
 
-def chi_square_dof(rows: pd.DataFrame, pair: Pair) -> int:
-    rows_, cols = contingency(rows, pair).shape
+def chi_square_dof(rows: Used) -> int:
+    rows_, cols = contingency(rows).shape
     return (rows_ - 1) * (cols - 1)
 
 
@@ -228,22 +237,23 @@ PRECISE_ROWS = 10  # rows behind a float asked at 4-5 significant figures
 MAX_CHI_CELLS = 16  # chi-square pairs whose declared label grid is larger are not asked
 
 
-def min_expected(rows: pd.DataFrame, pair: Pair) -> float:
+def min_expected(rows: Used) -> float:
     """The smallest expected count of the pair's contingency table under independence."""
-    return float(expected_freq(contingency(rows, pair)).min())
+    from scipy.stats.contingency import expected_freq
+
+    return float(expected_freq(contingency(rows)).min())
 
 
-def robust(pair: Pair, rows: pd.DataFrame, min_rows: int = MIN_PAIRS) -> bool:
+def robust(pair: Pair, rows: Used, min_rows: int = MIN_PAIRS) -> bool:
     """Whether answerable ``rows`` (from :func:`used_rows`) satisfy the robustness rules: at
     least ``min_rows`` rows, chi-square expected counts >= 5, Welch groups of >= 5 values."""
     if len(rows) < min_rows:
         return False
     if pair.stat == "chi_square":
-        return min_expected(rows, pair) >= ROBUST_EXPECTED
+        return min_expected(rows) >= ROBUST_EXPECTED
     if pair.stat == "welch_t":
         assert pair.groups is not None
-        sizes = rows[pair.y].value_counts()
-        return all(int(sizes.get(g, 0)) >= ROBUST_GROUP for g in pair.groups)
+        return all(int(np.count_nonzero(rows.y == g)) >= ROBUST_GROUP for g in pair.groups)
     return True
 
 
@@ -284,16 +294,6 @@ class Candidate:
         return [c.to_dict() for c in self.conditions]
 
 
-def fast_gather(repo: Repository, files: tuple[str, ...], columns: list[str]) -> pd.DataFrame:
-    """:func:`isg_gym.qa.scope.gather` by column arrays (the same values, one frame built)."""
-    if not files:
-        return gather(repo, files, columns)
-    if len(files) == 1:
-        return repo.table(files[0])  # every column; shared and read-only
-    tables = [repo.table(f) for f in files]
-    return pd.DataFrame({c: np.concatenate([t[c].to_numpy() for t in tables]) for c in columns})
-
-
 class PairEngine:
     """Statistic, column pair, scope plan and row-condition operators are drawn first and the
     same way for answerable and unanswerable questions; answerability is realised afterwards
@@ -311,7 +311,7 @@ class PairEngine:
         self.linked_share = linked_share
         self.linked_only = linked_only  # statistics offered only where some pair is linked
         self.stats = tuple(s for s in stats_allowed if self._pairs(s))
-        self._data: dict[tuple[str, ...], pd.DataFrame] = {}  # gathered rows by scope files
+        self._data: dict[tuple[str, ...], ScopeRows] = {}  # gathered rows by scope files
         self._shared: Scope | None = None
 
     # columns
@@ -355,11 +355,10 @@ class PairEngine:
         cols = [others[int(i)] for i in self.rng.permutation(len(others))[:k]]
         return Skeleton(pair, tuple((c, row_op(self.repo, c, self.rng)) for c in cols))
 
-    def gather(self, scope: Scope) -> pd.DataFrame:
-        """Every analysable column of the scope's rows (cached by files)."""
+    def gather(self, scope: Scope) -> ScopeRows:
+        """The scope's rows (cached by files)."""
         if scope.files not in self._data:
-            self._data[scope.files] = fast_gather(self.repo, scope.files,
-                                                  list(self.roles.analysable))  # fmt: skip
+            self._data[scope.files] = ScopeRows(self.repo, scope.files)
         return self._data[scope.files]
 
     def scope(self) -> Scope | None:
@@ -377,7 +376,7 @@ class PairEngine:
         return self._shared
 
     def fill(
-        self, data: pd.DataFrame, ops: tuple[tuple[str, str], ...], skip: int | None = None
+        self, data: ScopeRows, ops: tuple[tuple[str, str], ...], skip: int | None = None
     ) -> tuple[list[RowCondition | None], np.ndarray] | None:
         """Conditions that keep rows for every (column, op) but ``skip``, each filled on the rows
         the earlier ones keep; None where an operator cannot keep rows here."""
@@ -386,24 +385,26 @@ class PairEngine:
         for i, (col, op) in enumerate(ops):
             if i == skip:
                 continue
-            cond = fill_row_condition(self.repo, col, op, data.loc[keep, col], self.rng)
+            cond = fill_row_condition(self.repo, col, op, data.array(col)[keep], self.rng)
             if cond is None:
                 return None
             conds[i] = cond
-            keep &= cond.mask(data[col])
+            keep &= cond.mask_values(data.array(col), data.present(col))
         return conds, keep
 
-    def _with_groups(self, pair: Pair, data: pd.DataFrame, keep: np.ndarray) -> Pair | None:
+    def _with_groups(self, pair: Pair, data: ScopeRows, keep: np.ndarray) -> Pair | None:
         """For Welch: two labels with >= ROBUST_GROUP values in the kept rows (else >= 2, else
         any present), drawn the same way whatever the answerability."""
         if pair.stat != "welch_t" or pair.y not in data:
             return pair
-        rows = data.loc[keep]
-        counts = rows.loc[rows[pair.x].notna(), pair.y].value_counts() if pair.x in data else (
-            rows[pair.y].value_counts())  # fmt: skip
+        rows = keep & data.present(pair.y)
+        if pair.x in data:
+            rows &= data.present(pair.x)
+        groups, sizes = np.unique(data.array(pair.y)[rows], return_counts=True)
+        counts = list(zip(groups.tolist(), sizes.tolist(), strict=True))
         labels: list[str] = []
         for least in (ROBUST_GROUP, MIN_GROUP, 1):
-            labels = sorted(str(g) for g, n in counts.items() if n >= least)
+            labels = sorted(str(g) for g, n in counts if n >= least)
             if len(labels) >= 2:
                 break
         if len(labels) < 2:
@@ -424,7 +425,7 @@ class PairEngine:
         rows = used_rows(data, pair, keep)
         if diagnose(self.roles, pair, rows) is not None or not robust(pair, rows, min_rows):
             return None
-        dof = chi_square_dof(rows, pair) if pair.stat == "chi_square" else 0
+        dof = chi_square_dof(rows) if pair.stat == "chi_square" else 0
         correction = dof == 1 and bool(self.rng.random() < 0.5)
         value, pvalue = compute(pair, rows, correction)
         if not (math.isfinite(value) and math.isfinite(pvalue)) or degenerate(pair.stat, value):
@@ -506,12 +507,12 @@ class PairEngine:
         col, op = sk.ops[kill]
         focus = keep if reason == Reason.NO_MATCHING_ROWS else keep & used_mask(data, pair)
         mode = "empty" if reason == Reason.NO_MATCHING_ROWS else "one"
-        cond = fill_row_condition(self.repo, col, op, data.loc[focus, col], self.rng, mode)
+        cond = fill_row_condition(self.repo, col, op, data.array(col)[focus], self.rng, mode)
         if cond is None:
             return None
         conds[kill] = cond
         final = [c for c in conds if c is not None]
-        mask = combined_mask(data, final)
+        mask = data.mask(final)
         if reason == Reason.NO_MATCHING_ROWS:
             if mask.any():
                 return None
@@ -525,7 +526,7 @@ class PairEngine:
     def _too_few_rows(self, stat: str, k: int) -> Candidate | None:
         return self._row_reason(stat, k, Reason.TOO_FEW_ROWS)
 
-    def _realised(self, sk: Skeleton) -> tuple[Scope, Pair, list[RowCondition], pd.DataFrame,
+    def _realised(self, sk: Skeleton) -> tuple[Scope, Pair, list[RowCondition], ScopeRows,
                                                  np.ndarray] | None:  # fmt: skip
         """The skeleton on an answerable scope with conditions that keep rows."""
         scope = self.shared_scope()
@@ -535,7 +536,7 @@ class PairEngine:
         pair, conds, data, keep = realised
         return scope, pair, [c for c in conds if c is not None], data, keep
 
-    def _on_scope(self, sk: Skeleton, scope: Scope) -> tuple[Pair, list, pd.DataFrame,
+    def _on_scope(self, sk: Skeleton, scope: Scope) -> tuple[Pair, list, ScopeRows,
                                                             np.ndarray] | None:  # fmt: skip
         """The skeleton's conditions filled to keep rows of ``scope`` and its pair's groups."""
         data = self.gather(scope)
@@ -591,7 +592,7 @@ class PairEngine:
         scope, pair, conds, data, keep = got
         which = 0 if pair.stat == "welch_t" else int(self.rng.integers(2))
         real = pair.columns[1 - which]
-        if int(data.loc[keep, real].notna().sum()) < MIN_PAIRS:
+        if int(np.count_nonzero(keep & data.present(real))) < MIN_PAIRS:
             return None
         name = self.ctx.choice(unrecorded)
         pair = replace(pair, x=name) if which == 0 else replace(pair, y=name)

@@ -14,7 +14,7 @@ usable row, or from its target column (categorical, or a variable never recorded
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -22,13 +22,12 @@ import pandas as pd
 from isg_gym.qa.base import Context, Question, QuestionType, Reason, register
 from isg_gym.qa.conditions import (
     RowCondition,
-    combined_mask,
     describe_row_conditions,
     fill_row_condition,
     rendered_values,
     row_op,
 )
-from isg_gym.qa.scope import MAX_SCOPE_FILES, Scope, ScopePlan, ScopeSampler, gather
+from isg_gym.qa.scope import MAX_SCOPE_FILES, Scope, ScopePlan, ScopeRows, ScopeSampler
 from isg_gym.repository import Repository
 from isg_gym.spec.models import PathVariable, column_kind
 
@@ -97,38 +96,42 @@ def path_groups(repo: Repository, files: tuple[str, ...], variable: str) -> list
     return [tokens[index.codes[index.row(f), j]] for f in files]
 
 
-def scope_frame(repo: Repository, plan: Plan, columns: list[str]) -> pd.DataFrame:
-    """The scope's rows restricted to ``columns``, plus the group of each row in ``GROUP``
-    (built from column arrays: one frame, not one per file)."""
-    columns = list(dict.fromkeys(columns))
+def scope_rows(repo: Repository, plan: Plan) -> ScopeRows:
+    """The scope's rows, plus the group of each row as the column ``GROUP``."""
+    rows = ScopeRows(repo, plan.scope.files)
     if plan.group_kind == "column":
-        df = gather(repo, plan.scope.files, list(dict.fromkeys([*columns, plan.group_by])))
-        return df.assign(**{GROUP: df[plan.group_by]})
-    tables = [repo.table(f) for f in plan.scope.files]
-    tokens = path_groups(repo, plan.scope.files, plan.group_by)
-    out = {c: np.concatenate([t[c].to_numpy() for t in tables]) for c in columns}
-    out[GROUP] = np.repeat(np.array(tokens, dtype=object), [len(t) for t in tables])
-    return pd.DataFrame(out)
+        group = rows.array(plan.group_by)
+    else:
+        tokens = path_groups(repo, plan.scope.files, plan.group_by)
+        sizes = [repo.columns(f).rows for f in plan.scope.files]
+        group = np.repeat(np.array(tokens, dtype=object), sizes)
+    rows.add(GROUP, group)
+    return rows
 
 
-def usable_rows(df: pd.DataFrame, column: str, conditions: list[RowCondition]) -> np.ndarray:
+def usable_rows(rows: ScopeRows, column: str, conditions: list[RowCondition]) -> np.ndarray:
     """Rows that pass the conditions and have both a target value and a group."""
-    mask = combined_mask(df, conditions) & df[GROUP].notna().to_numpy()
-    if column in df:
-        mask &= df[column].notna().to_numpy()
+    mask = rows.mask(conditions) & rows.present(GROUP)
+    if column in rows:
+        mask &= rows.present(column)
     return mask
 
 
-def group_means(df: pd.DataFrame, column: str, conditions: list[RowCondition]) -> pd.Series:
+def group_frame(rows: ScopeRows, column: str, conditions: list[RowCondition]) -> pd.DataFrame:
+    """The usable rows' group and value of ``column``."""
+    usable = usable_rows(rows, column, conditions)
+    return pd.DataFrame({GROUP: rows.array(GROUP)[usable], column: rows.array(column)[usable]})
+
+
+def group_means(rows: ScopeRows, column: str, conditions: list[RowCondition]) -> pd.Series:
     """Mean of ``column`` per group over the usable rows (groups with >= 1 value)."""
-    rows = df.loc[usable_rows(df, column, conditions), [GROUP, column]]
-    return rows.groupby(GROUP, sort=True)[column].mean()
+    return group_frame(rows, column, conditions).groupby(GROUP, sort=True)[column].mean()
 
 
-def group_stats(df: pd.DataFrame, column: str, conditions: list[RowCondition]) -> pd.DataFrame:
+def group_stats(rows: ScopeRows, column: str, conditions: list[RowCondition]) -> pd.DataFrame:
     """Mean and count of ``column`` per group over the usable rows (groups with >= 1 value)."""
-    rows = df.loc[usable_rows(df, column, conditions), [GROUP, column]]
-    return rows.groupby(GROUP, sort=True)[column].agg(["mean", "size"])
+    frame = group_frame(rows, column, conditions)
+    return frame.groupby(GROUP, sort=True)[column].agg(["mean", "size"])
 
 
 def unique_winner(means: pd.Series, direction: str, rel_tol: float) -> str | None:
@@ -205,7 +208,7 @@ class GroupComparison(QuestionType):
         max_files: int = MAX_SCOPE_FILES
 
     def generate(self, ctx: Context, answerable: bool) -> Question | None:
-        self._frames: dict[tuple, pd.DataFrame] = {}
+        self._frames: dict[tuple, ScopeRows] = {}
         self._scopes: list[Scope] = []
         grouping = self._grouping(ctx)
         if grouping is None or not numeric_columns(ctx.repo):
@@ -265,7 +268,7 @@ class GroupComparison(QuestionType):
         return [(pool[j], row_op(ctx.repo, pool[j], ctx.rng)) for j in chosen]
 
     def _fill(
-        self, ctx: Context, df: pd.DataFrame, ops: list[tuple[str, str]], focus: np.ndarray,
+        self, ctx: Context, rows: ScopeRows, ops: list[tuple[str, str]], focus: np.ndarray,
         skip: int | None = None,
     ) -> list[RowCondition | None] | None:
         """Conditions keeping some of the ``focus`` rows, each filled on the rows the earlier
@@ -275,25 +278,19 @@ class GroupComparison(QuestionType):
         for i, (col, op) in enumerate(ops):
             if i == skip:
                 continue
-            cond = fill_row_condition(ctx.repo, col, op, df.loc[keep, col], ctx.rng)
+            cond = fill_row_condition(ctx.repo, col, op, rows.array(col)[keep], ctx.rng)
             if cond is None:
                 return None
             conds[i] = cond
-            keep &= cond.mask(df[col])
+            keep &= cond.mask_values(rows.array(col), rows.present(col))
         return conds
 
-    def _frame(self, ctx: Context, plan: Plan) -> pd.DataFrame:
-        """Every groupable-and-filterable column of the scope's rows (cached per scope)."""
+    def _frame(self, ctx: Context, plan: Plan) -> ScopeRows:
+        """The scope's rows with their groups (cached per scope)."""
         key = (plan.scope.files, plan.group_kind, plan.group_by)
         if key not in self._frames:
-            names = self._names(ctx)
-            columns = [c for c in filter_columns(ctx.repo, set()) if c in names]
-            self._frames[key] = scope_frame(ctx.repo, replace(plan, column=columns[0]), columns)
+            self._frames[key] = scope_rows(ctx.repo, plan)
         return self._frames[key]
-
-    @staticmethod
-    def _names(ctx: Context) -> set[str]:
-        return {c.name for c in ctx.spec.columns}
 
     def _question(self, ctx: Context, plan: Plan, answer=None, reason=None) -> Question:
         params = plan.params()
@@ -312,7 +309,7 @@ class GroupComparison(QuestionType):
         )
 
     def _realised(self, ctx: Context, grouping: tuple[str, str], target: str, k: int,
-                  skip: bool = False) -> tuple[Plan, pd.DataFrame, list, list] | None:  # fmt: skip
+                  skip: bool = False) -> tuple[Plan, ScopeRows, list, list] | None:  # fmt: skip
         """An answerable scope for the grouping and ``target``, the frame and conditions that
         keep usable rows (one left unfilled, at a random position, when ``skip``)."""
         kind, group_by = grouping
@@ -326,12 +323,12 @@ class GroupComparison(QuestionType):
         ops = self._ops(ctx, {target, group_by}, k)
         if skip and not ops:
             return None
-        df = self._frame(ctx, plan)
+        rows = self._frame(ctx, plan)
         hole = int(ctx.rng.integers(len(ops))) if skip else None
-        conds = self._fill(ctx, df, ops, usable_rows(df, target, []), hole)
+        conds = self._fill(ctx, rows, ops, usable_rows(rows, target, []), hole)
         if conds is None:
             return None
-        return plan, df, ops, conds
+        return plan, rows, ops, conds
 
     # --- answerable -------------------------------------------------------------------------
 
@@ -342,9 +339,9 @@ class GroupComparison(QuestionType):
         got = self._realised(ctx, grouping, ctx.choice(targets), k)
         if got is None:
             return None
-        plan, df, _, conds = got
+        plan, rows, _, conds = got
         plan.row_conditions = [c for c in conds if c is not None]
-        table = group_stats(df, plan.column, plan.row_conditions)
+        table = group_stats(rows, plan.column, plan.row_conditions)
         if table.empty or int(table["size"].min()) < self.config.min_group:
             return None
         winner = unique_winner(table["mean"], plan.direction, self.config.rel_margin)
@@ -364,8 +361,8 @@ class GroupComparison(QuestionType):
             return None
         plan = Plan(scope, kind, group_by, ctx.choice(targets), ctx.choice(("highest", "lowest")))
         ops = self._ops(ctx, {plan.column, group_by}, k)
-        example = ctx.repo.table(ctx.choice(ctx.repo.data_files))
-        conds = self._fill(ctx, example, ops, example[plan.column].notna().to_numpy())
+        example = ScopeRows(ctx.repo, (ctx.choice(ctx.repo.data_files),))
+        conds = self._fill(ctx, example, ops, example.present(plan.column))
         if conds is None:
             return None
         plan.row_conditions = [c for c in conds if c is not None]
@@ -379,17 +376,17 @@ class GroupComparison(QuestionType):
         got = self._realised(ctx, grouping, ctx.choice(targets), k, skip=True)
         if got is None:
             return None
-        plan, df, ops, conds = got
+        plan, rows, ops, conds = got
         hole = conds.index(None)
         others = [c for c in conds if c is not None]
-        focus = usable_rows(df, plan.column, others)
+        focus = usable_rows(rows, plan.column, others)
         col, op = ops[hole]
-        cond = fill_row_condition(ctx.repo, col, op, df.loc[focus, col], ctx.rng, "empty")
+        cond = fill_row_condition(ctx.repo, col, op, rows.array(col)[focus], ctx.rng, "empty")
         if cond is None:
             return None
         conds[hole] = cond
         plan.row_conditions = [c for c in conds if c is not None]
-        if usable_rows(df, plan.column, plan.row_conditions).any():
+        if usable_rows(rows, plan.column, plan.row_conditions).any():
             return None
         return self._question(ctx, plan, reason=Reason.NO_MATCHING_ROWS)
 
@@ -411,8 +408,8 @@ class GroupComparison(QuestionType):
         got = self._realised(ctx, grouping, target, k)
         if got is None:
             return None
-        plan, df, _, conds = got
+        plan, rows, _, conds = got
         plan.row_conditions = [c for c in conds if c is not None]
-        if not usable_rows(df, plan.column, plan.row_conditions).any():
+        if not usable_rows(rows, plan.column, plan.row_conditions).any():
             return None
         return self._question(ctx, plan, reason=reason)

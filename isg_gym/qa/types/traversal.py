@@ -340,15 +340,14 @@ def unrecorded_path_variables(ctx: Context) -> list[tuple[PathVariable, float]]:
     one of the repository's own path variables."""
     import datetime as dt
 
-    from isg_gym.simulator.lexicon import load_common, load_lexicon
+    from isg_gym.simulator.lexicon import load_common, spec_archetype
 
     spec = ctx.spec
     own = spec.path_variables
     taken = {v.short for v in own} | {v.label for v in own} | {v.name for v in own}
     kinds = {v.kind for v in own}
     out: list[tuple[PathVariable, float]] = []
-    arch = next((a for a in load_lexicon(spec.taxonomy.field).archetypes
-                 if a.id == spec.archetype), None)  # fmt: skip
+    arch = spec_archetype(spec)
     if arch is None:
         return out
 

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from isg_gym.qa.base import AnswerKind, Context, Question, QuestionType, Reason, register
 from isg_gym.qa.conditions import (
@@ -33,8 +32,7 @@ from isg_gym.qa.conditions import (
     fill_row_condition,
     row_op,
 )
-from isg_gym.qa.scope import Scope, ScopePlan, ScopeSampler
-from isg_gym.repository import Repository
+from isg_gym.qa.scope import Scope, ScopePlan, ScopeRows, ScopeSampler
 from isg_gym.spec.models import Spec, column_kind
 
 NUMERIC_STATS = ("min", "max", "median", "mean", "std", "var")
@@ -92,37 +90,6 @@ def compute(statistic: str, values: np.ndarray) -> Any:
         case "var":
             return float(x.var(ddof=1))
     raise ValueError(statistic)
-
-
-class Rows:
-    """The rows of a scope, column by column, built lazily (tables are read-only)."""
-
-    def __init__(self, repo: Repository, files: tuple[str, ...]) -> None:
-        self.tables = [repo.table(f) for f in files]
-        self.n = sum(len(t) for t in self.tables)
-        self._series: dict[str, pd.Series] = {}
-        self._present: dict[str, np.ndarray] = {}
-
-    def __contains__(self, column: str) -> bool:
-        return bool(self.tables) and column in self.tables[0].columns
-
-    def series(self, column: str) -> pd.Series:
-        if column not in self._series:
-            if len(self.tables) == 1:
-                self._series[column] = self.tables[0][column]
-            else:
-                parts = [t[column].to_numpy() for t in self.tables]
-                self._series[column] = pd.Series(np.concatenate(parts), name=column)
-        return self._series[column]
-
-    def present(self, column: str) -> np.ndarray:
-        if column not in self._present:
-            self._present[column] = self.series(column).notna().to_numpy()
-        return self._present[column]
-
-    def values(self, column: str, mask: np.ndarray) -> np.ndarray:
-        """The non-missing values of ``column`` in the rows of ``mask``."""
-        return self.series(column).to_numpy()[mask & self.present(column)]
 
 
 def column_kinds(spec: Spec) -> dict[str, str]:
@@ -249,7 +216,7 @@ class UnivariateStatistic(QuestionType):
     def _conditions(
         self,
         ctx: Context,
-        rows: Rows,
+        rows: ScopeRows,
         target: str | None,
         count: int,
         need: int,
@@ -281,9 +248,10 @@ class UnivariateStatistic(QuestionType):
             cond = None
             tries = [(column, op)] + [(c, row_op(ctx.repo, c, ctx.rng)) for c in spare[::-1]]
             for j, (name, name_op) in enumerate(tries):
-                series = rows.series(name)
-                cand = fill_row_condition(ctx.repo, name, name_op, series[mask & present], ctx.rng)
-                if cand is not None and int((mask & present & cand.mask(series)).sum()) >= need:
+                values = rows.array(name)
+                cand = fill_row_condition(ctx.repo, name, name_op, values[mask & present], ctx.rng)
+                kept = None if cand is None else cand.mask_values(values, rows.present(name))
+                if kept is not None and int((mask & present & kept).sum()) >= need:
                     cond = cand
                     if j:
                         spare.remove(name)
@@ -291,7 +259,7 @@ class UnivariateStatistic(QuestionType):
             if cond is None:
                 return None
             slots[i] = cond
-            mask = mask & cond.mask(rows.series(cond.column))
+            mask = mask & rows.mask([cond])
         if kill is not None:
             position, mode = kill
             column, op = plan[position]
@@ -303,20 +271,21 @@ class UnivariateStatistic(QuestionType):
                 return op in dict(tables.get(kind, ROW_OPS_FLOAT))
 
             for name in [column, *[c for c in spare[::-1] if allows(c)]]:
-                series = rows.series(name)
+                values, there = rows.array(name), rows.present(name)
                 universe, within = None, None
                 if column_kinds(ctx.spec)[name] == "categorical":
-                    universe = sorted({str(v) for v in series.dropna().tolist()})
-                elif series.notna().any():
-                    within = (float(series.min()), float(series.max()))
-                cond = fill_row_condition(ctx.repo, name, op, series[mask & present], ctx.rng,
+                    universe = sorted({str(v) for v in values[there].tolist()})
+                elif there.any():
+                    within = (float(values[there].min()), float(values[there].max()))
+                cond = fill_row_condition(ctx.repo, name, op, values[mask & present], ctx.rng,
                                           mode, universe, within)  # fmt: skip
                 if cond is None:
                     continue
-                left = int((mask & present & cond.mask(series)).sum())
+                kept = cond.mask_values(values, there)
+                left = int((mask & present & kept).sum())
                 if left == (0 if mode == "empty" else 1):
                     slots[position] = cond
-                    mask = mask & cond.mask(series)
+                    mask = mask & kept
                     break
             else:
                 return None
@@ -387,7 +356,7 @@ class UnivariateStatistic(QuestionType):
         scope = sampler.realize(plan.scope, True)
         if scope is None:
             return None
-        rows = Rows(ctx.repo, scope.files)
+        rows = ScopeRows(ctx.repo, scope.files)
         need = min_values(statistic)
         made = self._conditions(ctx, rows, target, plan.n_conditions, need)
         if made is None:
@@ -450,7 +419,7 @@ class UnivariateStatistic(QuestionType):
         target = self._target(ctx, plan.statistic)
         # Row conditions read naturally when drawn from a real file of the repository.
         files = ctx.repo.data_files
-        rows = Rows(ctx.repo, (files[int(ctx.rng.integers(len(files)))],))
+        rows = ScopeRows(ctx.repo, (files[int(ctx.rng.integers(len(files)))],))
         made = self._conditions(ctx, rows, target, plan.n_conditions, 1)
         if made is None:
             return None
@@ -463,7 +432,7 @@ class UnivariateStatistic(QuestionType):
         if scope is None or not plan.n_conditions:
             return None
         target = self._target(ctx, plan.statistic)
-        rows = Rows(ctx.repo, scope.files)
+        rows = ScopeRows(ctx.repo, scope.files)
         kill = (int(ctx.rng.integers(plan.n_conditions)), mode)
         made = self._conditions(ctx, rows, target, plan.n_conditions, 2, kill)
         if made is None:
@@ -489,7 +458,7 @@ class UnivariateStatistic(QuestionType):
         scope = sampler.realize(plan.scope, True)
         if scope is None:
             return None
-        rows = Rows(ctx.repo, scope.files)
+        rows = ScopeRows(ctx.repo, scope.files)
         made = self._conditions(ctx, rows, target, plan.n_conditions, 2)
         if made is None or rows.values(target, made[1]).size < 2:
             return None
@@ -502,7 +471,7 @@ class UnivariateStatistic(QuestionType):
         scope = sampler.realize(plan.scope, True)
         if scope is None:
             return None
-        rows = Rows(ctx.repo, scope.files)
+        rows = ScopeRows(ctx.repo, scope.files)
         made = self._conditions(ctx, rows, None, plan.n_conditions, 1)
         if made is None:
             return None

@@ -45,6 +45,17 @@ itself and restarts when it changes. The view and the worker are removed by ``cl
 the sandbox is garbage-collected or the interpreter exits. ``memory_mb`` is the address space a
 call may add on top of the zygote's pre-imported libraries. ``ExecResult.files_read`` is the
 child's own report: a measurement for evaluation, never trusted for anything else.
+
+``run`` also takes a :class:`~isg_gym.tools.files.FileSource` (a ``Repository``, a ``DictFiles``)
+instead of a directory. Then nothing is written to disk first: the worker's ``/data`` is a
+read-only FUSE mount served from this process (:mod:`isg_gym.tools.sandbox.lazyview`) that
+generates each file when it is first looked up or read; another source is a new generation of
+the same mount (the worker keeps running, the kernel's caches of the old one are invalidated),
+and ``files_read`` is then the server's record of the files the child opened. Where FUSE cannot
+run (no ``/dev/fuse``, no libfuse 3, no ``mfusepy``, mount refused) the source's files are
+written into the worker's view instead, with one logged warning; ``files="materialise"`` (or
+``ISG_SANDBOX_FILES=materialise``) asks for that, ``files="lazy"`` refuses to fall back, and
+``isg doctor`` says which is in use.
 """
 
 from __future__ import annotations
@@ -72,8 +83,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from isg_gym.tools.files import FileSource, is_file_source, write_source
+
 __all__ = [
     "DATA_DIR",
+    "FILES_ENV",
+    "FILES_MODES",
     "SCRATCH_DIR",
     "BubblewrapSandbox",
     "ExecResult",
@@ -84,6 +99,7 @@ __all__ = [
     "SandboxUnavailable",
     "available_backends",
     "bwrap_available",
+    "files_mode",
     "get_sandbox",
     "register_backend",
     "remove_tree",
@@ -98,6 +114,9 @@ _WORKER_IN_SANDBOX = "/sandbox/worker.py"
 _STARTUP_TIMEOUT = 60.0
 _MAX_REPLY = 16 * 1024 * 1024  # the worker caps each stream; a longer reply is a fault
 _PROC_IN_SANDBOX = "/sandbox/proc"  # only the call leaders use it, and hide it from the child
+FILES_ENV = "ISG_SANDBOX_FILES"  # default for the ``files`` option of the sandboxes
+FILES_MODES = ("auto", "lazy", "materialise")
+_SOURCE = "source:"  # prefix of a FileSource's key in Sandbox._files_dir
 _CHILD_ENV = {
     "LANG": "C.UTF-8",
     "LC_ALL": "C.UTF-8",
@@ -162,18 +181,24 @@ class Sandbox:
     """
 
     backend = "abstract"
+    accepts_file_sources = True  # run() takes a FileSource as well as a directory
     copy_view = False  # True: the view holds copies instead of hard links to the shared cache
     # modules the zygote imports once (the rest load per call): scipy.stats alone is ~64 MB
     # resident and ~1 s to import, so it stays preloaded for the statistics questions
     preload: tuple[str, ...] = ("numpy", "pandas", "openpyxl", "scipy.stats")
 
-    def __init__(self, limits: SandboxLimits | None = None, *, seccomp: bool = True) -> None:
+    def __init__(
+        self, limits: SandboxLimits | None = None, *, seccomp: bool = True, files: str | None = None
+    ) -> None:
         self.limits = limits or SandboxLimits()
         self.seccomp = seccomp
+        self.files_option = _files_option(files)
         self.worker_info: dict[str, Any] = {}
         self._proc: subprocess.Popen[bytes] | None = None
-        self._files_dir: str | None = None
+        self._files_dir: str | None = None  # what the worker shows: a directory or "source:KEY"
         self._view: str | None = None  # the worker's private tree of links to _files_dir
+        self._lazy: Any = None  # the worker's LazyView, when it shows a FileSource lazily
+        self._files_mode: tuple[str, str | None] | None = None
         self._log: Any = None
         self._lock = threading.RLock()
         self._finalizer: weakref.finalize | None = None
@@ -202,24 +227,42 @@ class Sandbox:
 
     # -- public API ------------------------------------------------------------------------
 
-    def run(self, code: str, files_dir: str | os.PathLike[str]) -> ExecResult:
-        """Run ``code`` with ``files_dir`` as the read-only repository; never raises for user
-        errors (they come back in ``ExecResult.error``)."""
-        directory = os.path.realpath(files_dir)
-        if not os.path.isdir(directory):
-            raise NotADirectoryError(directory)
+    def run(self, code: str, files: str | os.PathLike[str] | FileSource) -> ExecResult:
+        """Run ``code`` with ``files`` as the read-only repository at ``/data``: a directory
+        (hard-linked or copied into the worker's view) or a :class:`FileSource` (served by the
+        lazy view, or written to disk where it cannot run: see :attr:`files_mode`). Never
+        raises for user errors (they come back in ``ExecResult.error``)."""
+        source = files if is_file_source(files) else None
+        directory = None
+        if source is None:
+            directory = os.path.realpath(files)  # type: ignore[arg-type]
+            if not os.path.isdir(directory):
+                raise NotADirectoryError(directory)
         with self._lock:
             if self._closed:
                 self._closed = False  # a closed sandbox restarts lazily, like a dead worker
-            swapped = self.alive and (self._files_dir == directory or self._show(directory))
-            if not swapped:
+            if directory is not None:
+                shown = (
+                    self.alive
+                    and self._lazy is None
+                    and (self._files_dir == directory or self._show(directory))
+                )
+            else:
+                shown = self.alive and self._show_source(source)
+            if not shown:
                 self._stop()
-                self._start(directory)
+                if directory is not None:
+                    self._start(directory)
+                else:
+                    self._start_source(source)
+            lazy = self._lazy
+            if lazy is not None:
+                lazy.take_opened()  # forget what earlier calls opened
             assert self._proc is not None and self._proc.stdin is not None
             try:
                 self._proc.stdin.write(_encode({"code": code}))
                 self._proc.stdin.flush()
-                reply = self._recv(float(self.limits.wall_seconds) + 15.0)
+                reply = self._recv(self._reply_timeout())
             except (OSError, EOFError, TimeoutError, ValueError) as exc:
                 detail = self._log_tail()
                 self._stop()
@@ -233,7 +276,35 @@ class Sandbox:
                     _clean_text(reply.get("error")) or "scratch not emptied",
                 )
                 self._stop()
-            return _result(reply)
+            result = _result(reply)
+            if lazy is not None:  # the server's record of the files opened: it cannot be forged
+                result = dataclasses.replace(result, files_read=lazy.take_opened())
+            return result
+
+    def _reply_timeout(self) -> float:
+        """Seconds to wait for a call's reply: its wall limit, plus what the lazy view may
+        credit to it (worker.py's clock credit), plus slack."""
+        wall = float(self.limits.wall_seconds)
+        if self._lazy is not None:
+            wall *= 1 + _worker_module().CLOCK_CREDIT_FACTOR
+        return wall + 15.0
+
+    @property
+    def files_mode(self) -> str:
+        """How a :class:`FileSource` is shown: ``"lazy"`` (a FUSE view generating files on
+        first read) or ``"materialise"`` (every file written to disk first; see
+        :attr:`files_fallback` for why)."""
+        return self._resolve_files()[0]
+
+    @property
+    def files_fallback(self) -> str | None:
+        """Why sources are materialised instead of shown lazily (None when they are lazy)."""
+        return self._resolve_files()[1]
+
+    def files_description(self) -> str:
+        """One line for ``isg doctor``: how this sandbox shows a repository."""
+        mode, why = self._resolve_files()
+        return "lazy FUSE view" if mode == "lazy" else f"materialised copies ({why})"
 
     @property
     def alive(self) -> bool:
@@ -275,6 +346,41 @@ class Sandbox:
             return True
         return False
 
+    def _resolve_files(self) -> tuple[str, str | None]:
+        if self._files_mode is None:
+            self._files_mode = files_mode(self.files_option)
+        return self._files_mode
+
+    def _show_source(self, source: FileSource) -> bool:
+        """Make the running worker show ``source``; False when it cannot (restart instead)."""
+        if self._lazy is not None:
+            from isg_gym.tools.sandbox.lazyview import LazyViewError
+
+            try:
+                self._lazy.show(source)
+            except LazyViewError as exc:
+                log.warning("sandbox: the lazy view failed (%s); restarting the worker", exc)
+                return False
+            self._files_dir = _SOURCE + source.key
+            return True
+        if self._view is None or self.files_mode == "lazy":
+            return False
+        if self._files_dir != _SOURCE + source.key:
+            self._files_dir = None
+            self._copy_source(self._view, source)
+            self._files_dir = _SOURCE + source.key
+        return True
+
+    @staticmethod
+    def _copy_source(view: str, source: FileSource) -> None:
+        """The materialising fallback: every file of ``source`` written into ``view``."""
+        _empty(view)
+        try:
+            write_source(source, view)
+        except BaseException:
+            _empty(view)
+            raise
+
     def _start(self, files_dir: str) -> None:
         self._owned = []
         view = tempfile.mkdtemp(prefix="isg-sandbox-view-")
@@ -283,8 +389,46 @@ class Sandbox:
             self._owned.append(view)
         else:
             os.rmdir(view)
-        config = self._config(self._view or files_dir)
-        cmd = self._command(self._view or files_dir, config)
+        self._launch(self._view or files_dir, files_dir)
+
+    def _start_source(self, source: FileSource) -> None:
+        self._owned = []
+        if self.files_mode == "lazy":
+            from isg_gym.tools.sandbox.lazyview import LazyView, LazyViewError
+
+            try:
+                view = LazyView()
+            except LazyViewError as exc:
+                if self.files_option == "lazy":
+                    raise SandboxUnavailable(f"the lazy repository view cannot run: {exc}") from exc
+                self._files_mode = ("materialise", f"the lazy view failed: {exc}")
+                _warn_fallback(self._files_mode[1])
+            else:
+                self._lazy = view
+                try:
+                    view.show(source)
+                    self._launch(view.mountpoint, _SOURCE + source.key)
+                except BaseException:
+                    self._stop()
+                    raise
+                return
+        view_dir = tempfile.mkdtemp(prefix="isg-sandbox-view-")
+        self._view = view_dir
+        self._owned.append(view_dir)
+        try:
+            self._copy_source(view_dir, source)
+        except BaseException:
+            self._stop()
+            raise
+        self._launch(view_dir, _SOURCE + source.key)
+
+    def _launch(self, worker_dir: str, shown: str) -> None:
+        """Start the worker on ``worker_dir`` (its ``/data``), which shows ``shown``."""
+        config = self._config(worker_dir)
+        clock = self._lazy.clock_fd if self._lazy is not None else -1
+        if clock >= 0:  # the view credits its time to the call's wall clock (worker.py)
+            config["clock_fd"] = clock
+        cmd = self._command(worker_dir, config)
         self._log = tempfile.TemporaryFile(prefix="isg-sandbox-")  # noqa: SIM115
         self._proc = subprocess.Popen(
             cmd,
@@ -294,10 +438,11 @@ class Sandbox:
             env=self._launcher_env(),
             cwd="/",
             close_fds=True,
+            pass_fds=(clock,) if clock >= 0 else (),
             start_new_session=True,
         )
-        self._finalizer = weakref.finalize(self, _teardown, self._proc, self._owned)
-        self._files_dir = files_dir
+        self._finalizer = weakref.finalize(self, _teardown, self._proc, self._owned, self._lazy)
+        self._files_dir = shown
         try:
             info = self._recv(_STARTUP_TIMEOUT)
         except (OSError, EOFError, TimeoutError, ValueError) as exc:
@@ -335,10 +480,14 @@ class Sandbox:
     def _stop(self) -> None:
         proc, self._proc = self._proc, None
         finalizer, self._finalizer = self._finalizer, None
+        lazy, self._lazy = self._lazy, None
         if finalizer is not None:
-            finalizer()  # kills the worker, removes the view (once)
-        elif proc is not None:
-            _kill(proc)
+            finalizer()  # kills the worker, unmounts the lazy view, removes the view (once)
+        else:
+            if proc is not None:
+                _kill(proc)
+            if lazy is not None:
+                lazy.close()
         if self._log is not None:
             self._log.close()
             self._log = None
@@ -385,12 +534,64 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=5)
 
 
-def _teardown(proc: subprocess.Popen[bytes], paths: list[str]) -> None:
-    """Kill the worker and remove its directories (also run by ``weakref.finalize`` when a
-    sandbox is garbage-collected or at interpreter exit)."""
+def _teardown(proc: subprocess.Popen[bytes], paths: list[str], lazy: Any = None) -> None:
+    """Kill the worker, then unmount its lazy view and remove its directories (also run by
+    ``weakref.finalize`` when a sandbox is garbage-collected or at interpreter exit)."""
     _kill(proc)
+    if lazy is not None:
+        lazy.close()
     for path in paths:
         remove_tree(path)
+
+
+def _files_option(files: str | None) -> str:
+    """The ``files`` option, or the ``ISG_SANDBOX_FILES`` environment variable, validated."""
+    where = "files"
+    if files is None:
+        files, where = os.environ.get(FILES_ENV) or "auto", FILES_ENV
+    choice = "materialise" if files == "materialize" else files
+    if choice not in FILES_MODES:
+        raise ValueError(
+            f"unknown sandbox files mode {files!r} (from {where}); accepted: "
+            f"{', '.join(FILES_MODES)}"
+        )
+    return choice
+
+
+def files_mode(option: str | None = None) -> tuple[str, str | None]:
+    """How a sandbox with ``files=option`` shows a :class:`FileSource` here: ``("lazy", None)``
+    or ``("materialise", why)``. ``"auto"`` (default, or ``$ISG_SANDBOX_FILES``) is the lazy
+    FUSE view where it works (probed once per process), else materialised copies (logged once);
+    ``"lazy"`` raises :class:`SandboxUnavailable` where it cannot run; ``"materialise"``
+    always writes files to disk."""
+    choice = _files_option(option)
+    if choice == "materialise":
+        return "materialise", f"asked for ({FILES_ENV} or files='materialise')"
+    from isg_gym.tools.sandbox.lazyview import lazy_view_problem
+
+    problem = lazy_view_problem()
+    if problem is None:
+        return "lazy", None
+    if choice == "lazy":
+        raise SandboxUnavailable(
+            f"the lazy repository view cannot run here: {problem}; install fuse3 and mfusepy, "
+            "or use files='materialise'"
+        )
+    _warn_fallback(problem)
+    return "materialise", problem
+
+
+_FALLBACK_WARNED: list[str] = []
+
+
+def _warn_fallback(reason: str | None) -> None:
+    if not _FALLBACK_WARNED:
+        _FALLBACK_WARNED.append(str(reason))
+        log.warning(
+            "sandbox: the lazy repository view cannot run here (%s); every repository is written "
+            "to disk before its first run_python_code (slow for large repositories)",
+            reason,
+        )
 
 
 def remove_tree(path: str) -> None:
@@ -484,8 +685,10 @@ class LocalSandbox(Sandbox):
     copy_view = True
     warn_unisolated = True
 
-    def __init__(self, limits: SandboxLimits | None = None, *, seccomp: bool = True) -> None:
-        super().__init__(limits, seccomp=seccomp)
+    def __init__(
+        self, limits: SandboxLimits | None = None, *, seccomp: bool = True, files: str | None = None
+    ) -> None:
+        super().__init__(limits, seccomp=seccomp, files=files)
         self._scratch_root: str | None = None
         if self.warn_unisolated:
             warnings.warn(NONE_WARNING, RuntimeWarning, stacklevel=2)
@@ -520,9 +723,14 @@ class BubblewrapSandbox(Sandbox):
     backend = "bwrap"
 
     def __init__(
-        self, limits: SandboxLimits | None = None, *, seccomp: bool = True, bwrap: str | None = None
+        self,
+        limits: SandboxLimits | None = None,
+        *,
+        seccomp: bool = True,
+        bwrap: str | None = None,
+        files: str | None = None,
     ) -> None:
-        super().__init__(limits, seccomp=seccomp)
+        super().__init__(limits, seccomp=seccomp, files=files)
         found = bwrap or shutil.which("bwrap")
         if found is None:
             raise SandboxUnavailable("bubblewrap (bwrap) is not installed")

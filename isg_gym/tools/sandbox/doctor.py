@@ -2,9 +2,12 @@
 
 The self-test starts the chosen backend once and runs a handful of the attack catalogue's key
 attacks (host secrets, the host home, writes outside scratch, the network, fork/exec, the
-``isg_gym`` source, state surviving into the next call) plus a positive check (the repository
-is readable and pandas works), printing PASS or FAIL for each. Exit status 0 only when every
-check passes; 1 when one fails or no backend can run; 2 on bad options (argparse).
+``isg_gym`` source, state surviving into the next call) plus two positive checks (the repository
+is readable and pandas works; a :class:`~isg_gym.tools.files.FileSource` is served read-only,
+through the lazy FUSE view where it runs), printing PASS or FAIL for each. The diagnosis says
+how repositories reach the sandbox ("file source: lazy FUSE view" or "materialised copies").
+Exit status 0 only when every check passes; 1 when one fails or no backend can run; 2 on bad
+options (argparse).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from isg_gym.tools import sandbox as sb
+from isg_gym.tools.files import DictFiles
 from isg_gym.tools.sandbox import ExecResult, SandboxError, SandboxLimits
 from isg_gym.tools.sandbox.landlock import landlock_probe
 
@@ -50,6 +54,8 @@ class Context:
     home: Path
     port: int
     connections: list[Any] = field(default_factory=list)
+    lazy: bool = False  # FileSources are served by the lazy FUSE view
+    sandbox: Any = None
 
 
 @dataclass(frozen=True)
@@ -57,6 +63,17 @@ class Check:
     name: str
     cells: tuple[str, ...]  # run in order; the last result is judged
     judge: Callable[[list[ExecResult], Context], str | None]  # None: PASS, else why FAIL
+    files: Any = None  # what the cells see at /data: None for the context's repository
+
+
+SOURCE = DictFiles("isg-doctor:source", {"x.csv": b"a,b\n1,2\n3,4\n", "sub/y.txt": b"hello\n"})
+SOURCE_CELL = (
+    "import os, pandas as pd\ntry:\n    open('x.csv', 'a').write('pwned')\n    w = 'written'\n"
+    "except OSError:\n    w = 'blocked'\n"
+    "(float(pd.read_csv('x.csv')['a'].mean()), sorted(os.listdir('.')),\n"
+    " open('sub/y.txt').read(), w)"
+)
+SOURCE_SEEN = repr((2.0, ["sub", "x.csv"], "hello\n", "blocked"))
 
 
 def _all_blocked(results: list[ExecResult], ctx: Context) -> str | None:
@@ -112,6 +129,16 @@ def checks(ctx: Context) -> list[Check]:
     def sane(results: list[ExecResult], c: Context) -> str | None:
         res = results[0]
         return None if res.value == "(2.0, 'x.csv')" else f"got {res.value or res.error!r}"
+
+    def served(results: list[ExecResult], c: Context) -> str | None:
+        res = results[0]
+        if res.value != SOURCE_SEEN:
+            return f"got {res.value or res.error!r}"
+        if c.lazy and getattr(c.sandbox, "_lazy", None) is None:
+            return "the sandbox did not use the lazy view"
+        if c.lazy and res.files_read != ("sub/y.txt", "x.csv"):
+            return f"the view recorded {res.files_read!r} as opened"
+        return None
 
     return [
         Check(
@@ -180,6 +207,14 @@ def checks(ctx: Context) -> list[Check]:
             ),
             no_state,
         ),
+        Check(  # last: the worker restarts once, from a directory to the source
+            "a FileSource is served read-only ("
+            + ("lazy FUSE view" if ctx.lazy else "materialised copies")
+            + ")",
+            (SOURCE_CELL,),
+            served,
+            SOURCE,
+        ),
     ]
 
 
@@ -210,6 +245,14 @@ def diagnose(backend: str = "auto") -> tuple[list[str], str | None, str | None]:
         if machine == "x86_64"
         else f"seccomp: no filter for {machine}: children run without syscall filtering"
     )
+    try:
+        mode, why = sb.files_mode()
+        lines.append(
+            "file source: lazy FUSE view" if mode == "lazy" else f"file source: materialised "
+            f"copies ({why})"
+        )
+    except (sb.SandboxUnavailable, ValueError) as exc:
+        lines.append(f"file source: cannot run: {exc}")
     try:
         chosen = sb.resolve_backend(backend)
     except (sb.SandboxUnavailable, ValueError) as exc:
@@ -275,10 +318,13 @@ def run_doctor(backend: str = "auto", out: TextIO | None = None, self_test: bool
         thread = threading.Thread(target=accept, daemon=True)
         thread.start()
         sandbox = sb.get_sandbox(chosen, LIMITS)
+        ctx.sandbox = sandbox
+        ctx.lazy = sandbox.files_mode == "lazy"
         print(f"self-test under {chosen}:", file=out)
         for check in checks(ctx):
+            files = str(ctx.repo) if check.files is None else check.files
             try:
-                results = [sandbox.run(cell, str(ctx.repo)) for cell in check.cells]
+                results = [sandbox.run(cell, files) for cell in check.cells]
                 why = check.judge(results, ctx)
             except (SandboxError, OSError) as exc:
                 why = f"sandbox error: {exc}"

@@ -139,12 +139,17 @@ class LandlockSandbox(LocalSandbox):
     warn_unisolated = False
 
     def __init__(
-        self, limits: SandboxLimits | None = None, *, seccomp: bool = True, namespaces: bool = True
+        self,
+        limits: SandboxLimits | None = None,
+        *,
+        seccomp: bool = True,
+        namespaces: bool = True,
+        files: str | None = None,
     ) -> None:
         reason = landlock_available()
         if reason is not None:
             raise SandboxUnavailable(reason)
-        super().__init__(limits, seccomp=seccomp)
+        super().__init__(limits, seccomp=seccomp, files=files)
         self.namespaces = namespaces
 
     def _config(self, files_dir: str) -> dict[str, Any]:

@@ -28,6 +28,11 @@ by that many bytes of UTF-8 JSON. Requests are ``{"code": str}`` (or ``{"op": "p
 worker answers ``{"stdout", "stderr", "value", "error", "timed_out", "killed", "duration_s",
 "files_read", "clean", "worker_fault"}``. The first message the worker sends is
 ``{"ready": true, ...}``.
+
+Clock credit: with ``clock_fd`` in the config (a pipe's read end, held by the supervisor only),
+the parent reports time it spent for the running call outside the worker (generating the files
+of a lazy repository view) as 4-byte big-endian milliseconds; the supervisor moves the call's
+wall-clock deadline by that much, at most ``CLOCK_CREDIT_FACTOR`` times the limit in all.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ import select
 import selectors
 import signal
 import socket
+import stat
 import struct
 import sys
 import time
@@ -63,6 +69,7 @@ RESULT_EXTRA = 8 << 20  # result bytes allowed beyond 4 x output_chars (the file
 SUPERVISOR_HEADROOM = 512 << 20  # address space the supervisor may add to its start-up size
 SCRATCH_INODES = 20000  # files and directories a call's scratch tmpfs may hold
 SHM_BYTES = 64 << 20  # size of a call's /dev/shm tmpfs
+CLOCK_CREDIT_FACTOR = 4  # a call's wall limit grows by at most this many times itself
 DEFAULT_PRELOAD = ("numpy", "pandas", "openpyxl", "scipy.stats")
 
 # --- seccomp -------------------------------------------------------------------------------
@@ -756,6 +763,52 @@ def _kill(pid: int) -> None:
             kill(pid, signal.SIGKILL)
 
 
+class _Credit:
+    """Seconds the parent credits to the running call (see "Clock credit" in the module docs):
+    what it reported since the last call is dropped, and the total is capped."""
+
+    def __init__(self, fd: int | None, cap: float) -> None:
+        self.fd = fd
+        self.left = cap
+        self.take()  # reports that arrived between calls belong to no call
+        self.left = cap
+
+    def take(self) -> float:
+        """The credit reported since the last take (0 when none, or when the cap is spent)."""
+        if self.fd is None:
+            return 0.0
+        total = 0
+        while True:
+            try:
+                data = os.read(self.fd, 4096)  # whole records: each was one atomic 4-byte write
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError:
+                self.fd = None
+                break
+            if not data:
+                self.fd = None  # the parent closed it
+                break
+            total += sum(struct.unpack(f">{len(data) // 4}I", data[: len(data) // 4 * 4]))
+        seconds = min(total / 1000.0, self.left)
+        self.left -= seconds
+        return seconds
+
+
+def _clock_fd(cfg: dict[str, Any]) -> int | None:
+    """The credit pipe of the config, non-blocking; None when absent or not a pipe."""
+    fd = cfg.get("clock_fd")
+    if not isinstance(fd, int) or fd < 3:
+        return None
+    try:
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return None
+        os.set_blocking(fd, False)
+    except OSError:
+        return None
+    return fd
+
+
 def run_call(code: str, cfg: dict[str, Any], sock: socket.socket) -> dict[str, Any]:
     """Have the zygote fork one child for ``code``, supervise it, and return the response."""
     limits = cfg["limits"]
@@ -780,7 +833,9 @@ def run_call(code: str, cfg: dict[str, Any], sock: socket.socket) -> dict[str, A
         if "pid" not in first:
             raise WorkerFault(f"call leader failed: {str(first.get('leader_error'))[-300:]}")
         pid = int(first["pid"])
-        deadline = start + float(limits["wall_seconds"])
+        wall = float(limits["wall_seconds"])
+        deadline = start + wall
+        credit = _Credit(cfg.get("clock_fd"), CLOCK_CREDIT_FACTOR * wall)
         bufs = {fd: bytearray() for fd in readers}
         totals = dict.fromkeys(readers, 0)
         pending = memoryview(code.encode("utf-8", "surrogatepass"))
@@ -789,15 +844,24 @@ def run_call(code: str, cfg: dict[str, Any], sock: socket.socket) -> dict[str, A
         for fd in readers:
             sel.register(fd, selectors.EVENT_READ)
         sel.register(code_w, selectors.EVENT_WRITE)
+        clock = credit.fd  # registered while it is open, never counted as a stream
+        if clock is not None:
+            sel.register(clock, selectors.EVENT_READ)
         timed_out = flooded = oversized = False
         status: int | None = None
         try:
-            while len(sel.get_map()) > 0:
+            while set(sel.get_map()) - {clock}:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     timed_out = True
                     break
                 for key, _ in sel.select(remaining):
+                    if key.fd == clock:
+                        deadline += credit.take()
+                        if credit.fd is None:  # closed by the parent
+                            sel.unregister(clock)
+                            clock = None
+                        continue
                     if key.fd == code_w:
                         try:
                             pending = pending[os.write(code_w, pending[: 1 << 16]) :]
@@ -825,7 +889,7 @@ def run_call(code: str, cfg: dict[str, Any], sock: socket.socket) -> dict[str, A
                         flooded = True
                 if flooded or oversized:
                     break
-                if code_w == -1 and set(sel.get_map()) == set():
+                if code_w == -1 and not set(sel.get_map()) - {clock}:
                     break
         finally:
             sel.close()
@@ -835,6 +899,7 @@ def run_call(code: str, cfg: dict[str, Any], sock: socket.socket) -> dict[str, A
             _kill(pid)
         # the streams are closed; wait for the exit status (kill at the deadline)
         while status is None:
+            deadline += credit.take()
             remaining = deadline - time.monotonic()
             try:
                 msg = _recv_msg(sock, remaining if remaining > 0 else 5.0)
@@ -937,11 +1002,15 @@ def main() -> None:
         cfg["landlock_report"] = rules.confine(cfg["landlock"])
         cfg.update(cfg["landlock_report"].get("cfg") or {})  # the moved data_dir and scratch
     # --- end landlock ---
+    cfg["clock_fd"] = _clock_fd(cfg)
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     zygote = os.fork()
     if zygote == 0:  # before any request is read: the zygote's image never holds one
         os.close(proto_in)
         os.close(proto_out)
+        if cfg["clock_fd"] is not None:
+            os.close(cfg["clock_fd"])
+            cfg["clock_fd"] = None
         ours.close()
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
         _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
