@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from isg_gym.discovery.program import Variable
+from isg_gym.syntax import parse as parse_python
 
 FILE_SHARE = 0.5
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -43,7 +44,7 @@ def code_words(code: str) -> frozenset[str]:
     """Words of string constants, attribute names and keyword names in ``code`` (empty when
     it does not parse)."""
     try:
-        tree = ast.parse(code)
+        tree = parse_python(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return frozenset()
     words: set[str] = set()

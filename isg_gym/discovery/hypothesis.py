@@ -25,6 +25,7 @@ from isg_gym.discovery.program import Program
 from isg_gym.seeding import derive
 from isg_gym.spec.expressions import compile_expression
 from isg_gym.spec.models import ContinuousColumn, IntegerColumn, Spec
+from isg_gym.syntax import parse as parse_python
 
 MIN_EFFECT = 1.0  # the hypothesis effect spans at least this many noise standard deviations
 AGAINST_SHARE = 0.05  # as in :mod:`isg_gym.discovery.truth`
@@ -76,14 +77,14 @@ def _sum(terms: list[tuple[int, ast.AST]]) -> ast.AST:
 
 def negate_terms(expression: str, factor: str) -> str:
     """``expression`` with the sign of every additive term that reads ``factor`` flipped."""
-    terms = signed_terms(ast.parse(expression.strip(), mode="eval").body)
+    terms = signed_terms(parse_python(expression.strip(), mode="eval").body)
     flipped = [(-s if factor in _names(t) else s, t) for s, t in terms]
     return ast.unparse(ast.fix_missing_locations(_sum(flipped)))
 
 
 def factor_terms(expression: str, factor: str) -> str | None:
     """The sum of the additive terms that read ``factor``, when each reads nothing else."""
-    terms = signed_terms(ast.parse(expression.strip(), mode="eval").body)
+    terms = signed_terms(parse_python(expression.strip(), mode="eval").body)
     mine = [(s, t) for s, t in terms if factor in _names(t)]
     if not mine or any(_names(t) != {factor} for _, t in mine):
         return None

@@ -27,6 +27,7 @@ from isg_gym.spec.models import (
     IntegerColumn,
     Spec,
 )
+from isg_gym.syntax import parse as parse_python
 
 VariableRole = str  # "outcome" | "column" | "path"
 
@@ -51,7 +52,7 @@ class Variable:
 def score_source(expression: str) -> str:
     """The numeric score of an expression: its first argument when it is a ``cut(...)``,
     else the expression itself (parsed with ``ast``, never evaluated)."""
-    body = ast.parse(expression.strip(), mode="eval").body
+    body = parse_python(expression.strip(), mode="eval").body
     if isinstance(body, ast.Call) and isinstance(body.func, ast.Name) and body.func.id == "cut":
         return ast.unparse(body.args[0])
     return expression

@@ -24,12 +24,15 @@ from __future__ import annotations
 import ast
 import itertools
 import math
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
 import numpy as np
+
+from isg_gym.syntax import parse as parse_python
 
 Kind = Literal["numeric", "categorical"]
 Value = np.ndarray | float
@@ -113,7 +116,9 @@ class Expression:
         """
         with np.errstate(all="ignore"):
             node = self._root.score if isinstance(self._root, _Cut) else self._root
-            value = np.broadcast_to(np.asarray(node(env), dtype=np.float64), (n,))
+            value = np.asarray(node(env), dtype=np.float64)
+            if value.shape != (n,):
+                value = np.broadcast_to(value, (n,))
             if noise is not None:
                 value = value + noise
             value = _finite(np.asarray(value, dtype=np.float64))
@@ -132,6 +137,7 @@ class _Compiler:
     def __init__(self, variables: Mapping[str, Kind]) -> None:
         self.variables = variables
         self.names: set[str] = set()
+        self.constants: dict[Node, float | np.floating] = {}  # constant nodes and their values
 
     def fail(self, node: ast.AST, what: str) -> ExpressionError:
         col = getattr(node, "col_offset", None)
@@ -183,12 +189,11 @@ class _Compiler:
                 value = float(v)
                 if not math.isfinite(value):
                     raise self.fail(node, f"non-finite number {v!r}")
-                return lambda env: value
+                return self.constant(value)
             case ast.Constant(value=str() as v):
                 raise self.fail(node, f"string {v!r} is allowed only in == / != with a category")
             case ast.Name(id=name) if name in CONSTANTS:
-                constant = CONSTANTS[name]
-                return lambda env: constant
+                return self.constant(CONSTANTS[name])
             case ast.Name(id=name):
                 return self.variable(node, name, "numeric")
             case ast.BinOp(op=op) if type(op) in _BINARY:
@@ -197,9 +202,18 @@ class _Compiler:
                     self.numeric(node.left),
                     self.numeric(node.right),
                 )
+                # a constant operand is passed as is (the same value the node would return)
+                if right in self.constants and left not in self.constants:
+                    b = self.constants[right]
+                    return lambda env: fn(left(env), b)
+                if left in self.constants and right not in self.constants:
+                    a = self.constants[left]
+                    return lambda env: fn(a, right(env))
                 return lambda env: fn(left(env), right(env))
             case ast.UnaryOp(op=ast.USub()):
                 operand = self.numeric(node.operand)
+                if operand in self.constants:  # -c: the np.negative the node would compute
+                    return self.constant(np.negative(self.constants[operand]))
                 return lambda env: np.negative(operand(env))
             case ast.UnaryOp(op=ast.UAdd()):
                 return self.numeric(node.operand)
@@ -211,6 +225,12 @@ class _Compiler:
             case ast.Call():
                 return self.call(node)
         raise self.fail(node, f"{_describe(node)} is not allowed")
+
+    def constant(self, value: float | np.floating) -> Node:
+        """A node returning ``value``, remembered as a constant for its parent."""
+        node = lambda env: value  # noqa: E731
+        self.constants[node] = value
+        return node
 
     def variable(self, node: ast.AST, name: str, want: Kind) -> Node:
         if name.startswith("_"):
@@ -296,11 +316,11 @@ def _describe(node: ast.AST) -> str:
         return word
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=4096)
 def expression_kind(source: str) -> Kind:
     """``categorical`` when the outermost call is ``cut``, else ``numeric`` (no validation)."""
     try:
-        body = ast.parse(source.strip(), mode="eval").body
+        body = parse_python(source.strip(), mode="eval").body
     except (SyntaxError, RecursionError, MemoryError, ValueError):
         return "numeric"
     is_cut = (
@@ -309,14 +329,33 @@ def expression_kind(source: str) -> Kind:
     return "categorical" if is_cut else "numeric"
 
 
+# Recently compiled expressions by source, with the (name, kind) of each variable they use: a
+# Spec's expressions are compiled when it is validated, again for its table generator and again
+# for its questions, always against the same kinds. Compiled expressions hold no state.
+_COMPILED: OrderedDict[str, tuple[Expression, tuple[tuple[str, Kind], ...]]] = OrderedDict()
+_COMPILED_SIZE = 256
+
+
 def compile_expression(source: str, variables: Mapping[str, Kind]) -> Expression:
     """Parse and type-check ``source`` against ``variables`` (name -> kind)."""
     if not isinstance(source, str):
         raise ExpressionError(f"expression must be a string, got {type(source).__name__}")
     if len(source) > MAX_SOURCE_LENGTH:
         raise ExpressionError(f"expression longer than {MAX_SOURCE_LENGTH} characters")
+    hit = _COMPILED.get(source)
+    if hit is not None and all(variables.get(name) == kind for name, kind in hit[1]):
+        return hit[0]  # the same names with the same kinds compile to the same expression
+    expression = _compile(source, variables)
+    _COMPILED[source] = (expression, tuple((n, variables[n]) for n in sorted(expression.names)))
+    _COMPILED.move_to_end(source)
+    while len(_COMPILED) > _COMPILED_SIZE:
+        _COMPILED.popitem(last=False)
+    return expression
+
+
+def _compile(source: str, variables: Mapping[str, Kind]) -> Expression:
     try:
-        tree = ast.parse(source.strip(), mode="eval")
+        tree = parse_python(source.strip(), mode="eval")
     except SyntaxError as err:
         raise ExpressionError(f"syntax error in expression: {err.msg}") from None
     except (RecursionError, MemoryError, ValueError):
