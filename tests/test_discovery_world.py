@@ -12,6 +12,7 @@ from isg_gym.discovery import NotADiscoveryRepository, discovery_world
 from isg_gym.discovery.hypothesis import factor_terms, negate_terms
 from isg_gym.discovery.splits import SPLITS, generate, question_id, question_seed, resolve_split
 from isg_gym.discovery.world import hypothesis_sentence, is_counterfactual
+from isg_gym.eval.policies.discovery import parse_readme
 from isg_gym.repository import Repository
 from isg_gym.simulator.procedural import build_spec
 from isg_gym.spec.expressions import compile_expression
@@ -114,3 +115,12 @@ def test_the_held_out_split_matches_its_recipe():
     ids = resolve_split("discovery-test-200")
     assert ids == generate(SPLITS["discovery-test-200"])
     assert min(question_seed(i) for i in ids) >= 2_000_000_000
+
+
+def test_the_unrecorded_listing_splits_back_into_its_labels():
+    # seed 2: one label holds "and" ("sensor and cable mass loading"), which an "a, b and c"
+    # listing made ambiguous
+    truth = discovery_world(2).truth
+    labels = sorted(truth.unrecorded.values())
+    assert any(" and " in label for label in labels)
+    assert sorted(parse_readme(discovery_world(2).repo.readme).unrecorded) == labels

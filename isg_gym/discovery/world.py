@@ -53,7 +53,9 @@ def is_counterfactual(seed: int, share: float = DEFAULT_COUNTERFACTUAL_SHARE) ->
 
 
 def _listing(labels: list[str]) -> str:
-    return labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " and " + labels[-1]
+    """Labels joined by "; " (a label may hold "and" or a comma: "sensor and cable mass
+    loading"; a semicolon keeps the list unambiguous)."""
+    return "; ".join(labels)
 
 
 def hypothesis_sentence(spec: Spec, hypothesis: Hypothesis) -> str:

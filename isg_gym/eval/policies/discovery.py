@@ -3,8 +3,9 @@
 - ``analyst`` (:class:`AnalystPolicy`): data-driven, through the tools only. It reads the
   README, runs one analysis in the sandbox (:mod:`.discovery_analysis`: every data file
   loaded, a test per outcome and factor), claims the effects it finds at ``alpha`` citing that
-  call, and flags the variables the README names as unrecorded as untestable. Its score is the
-  reference a model should beat.
+  call, and flags the variables the README names as unrecorded as untestable. When the
+  submission is refused (a finding names something the repository lacks), it drops the
+  finding the error names and submits again. Its score is the reference a model should beat.
 - ``oracle`` (:class:`DiscoveryOraclePolicy`, privileged): claims exactly the program's
   detectable effects from the answer key, backed by one call that reads every data file (its
   bytes: the answer is known) and names every variable it claims about; scores 1.0.
@@ -43,6 +44,7 @@ _DATE = re.compile(r"\[written ([YMD_\-]+)\]")
 _ROW = re.compile(r"^\| *([a-z][a-z0-9_]*) *\| *([a-z]+) *\|")
 _TEMPLATE = re.compile(r"laid out as `([^`]+)`")
 _UNRECORDED = re.compile(r"not recorded in these data: ([^.]+)\.")
+_REJECTED = re.compile(r"\[submit_findings\] error: finding (\d+):")
 _OUTCOMES = re.compile(r"^Measured outcomes: (.+)\.$", re.M)
 _CALL = re.compile(rf"{re.escape(CALL_ID)}(\d+)")
 
@@ -106,7 +108,7 @@ def parse_readme(text: str) -> Readme:
         elif m := _ROW.match(line):
             out.columns[m.group(1)] = m.group(2)
     if m := _UNRECORDED.search(text):
-        out.unrecorded = [p.strip() for p in re.split(r",| and ", m.group(1)) if p.strip()]
+        out.unrecorded = [p.strip() for p in m.group(1).split(";") if p.strip()]
     return out
 
 
@@ -188,13 +190,21 @@ class AnalystPolicy(StepPolicy):
             code = analysis_code(state["readme"], outcomes_of(episode), self.alpha)
             return _send(episode, _python(code))
         output = _last_output(episode)
+        if "findings" in state:  # the submission was refused: drop the finding it names
+            rejected = _REJECTED.search(output)
+            if rejected is None or int(rejected.group(1)) >= len(state["findings"]):
+                state["findings"] = []
+            else:
+                del state["findings"][int(rejected.group(1))]
+            return _send(episode, _submit(state["findings"]))
         results, cid = _result(output), call_id(output)
         findings = [
             {"outcome": o, "factor": f.removesuffix("_path"), "relation": r, "evidence": [cid]}
             for o, f, r in (results or [])
             if cid is not None
         ]
-        return _send(episode, _submit(findings + untestable(state["readme"].unrecorded)))
+        state["findings"] = findings + untestable(state["readme"].unrecorded)
+        return _send(episode, _submit(state["findings"]))
 
 
 class DiscoveryOraclePolicy(StepPolicy):
