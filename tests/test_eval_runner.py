@@ -13,6 +13,7 @@ from isg_gym.eval.records import RECORDS_FILE, read_records
 from isg_gym.eval.splits import SPLITS, TYPES, generate_split, resolve_split, train_env_kwargs
 from isg_gym.qa import format_answer
 from isg_gym.qa.sampling import parse_question_id, question_from_id
+from isg_gym.spec.models import SPEC_VERSION
 
 ENV = {"max_steps": 4, "sandbox": "bwrap"}
 IDS = resolve_split("repos:0-6")
@@ -123,6 +124,21 @@ def test_resume_refuses_a_different_run(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="env_kwargs"):
         evaluate(ListThenAnswer(), IDS[:1], tmp_path, env_kwargs={"max_steps": 9},
                  report=False, resume=True)  # fmt: skip
+
+
+def test_resume_refuses_a_run_of_another_spec_version(tmp_path: Path) -> None:
+    """A question id asks about a repository of one spec version: records made before a spec
+    bump (run.json without data_version, or another one) are not resumed."""
+    evaluate(ListThenAnswer(), IDS[:1], tmp_path, env_kwargs=ENV, report=False)
+    run_file = tmp_path / "run.json"
+    run = json.loads(run_file.read_text())
+    assert run["data_version"] == SPEC_VERSION
+    for earlier in (SPEC_VERSION - 1, None):
+        run["data_version"] = earlier
+        run_file.write_text(json.dumps(run))
+        with pytest.raises(ValueError, match="data_version differ"):
+            evaluate(ListThenAnswer(), IDS[:2], tmp_path, env_kwargs=ENV, report=False,
+                     resume=True)  # fmt: skip
 
 
 def test_stored_splits_regenerate() -> None:

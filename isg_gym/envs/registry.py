@@ -17,6 +17,7 @@ from importlib import import_module
 from typing import Any
 
 from isg_gym.qa.base import QUESTION_VERSION
+from isg_gym.spec.models import SPEC_VERSION
 
 __all__ = ["DEFAULT_ENV", "ENVS", "EnvEntry", "get_env", "parse_env_args", "register_env"]
 
@@ -38,6 +39,9 @@ class EnvEntry:
     ``split_names``: the named splits, ``default_split`` first. ``policies``: scripted policy
     name -> ``"module:Class"``. ``question_version``: the version of the env's task generator
     (question ids mean what they mean under one version only; runs and records carry it).
+    ``data_version``: the version of the worlds it generates (ISG-v0: the spec version, whose
+    bump changes repositories and so what a question id asks); ``run.json`` carries it and a
+    resume refuses another.
     ``extra``: the pip extra the env needs (``isg-gym[extra]``), or None.
     """
 
@@ -48,6 +52,7 @@ class EnvEntry:
     split_names: tuple[str, ...]
     policies: Mapping[str, str] = field(default_factory=dict)
     question_version: int = 1
+    data_version: int = 1
     extra: str | None = None
 
     @property
@@ -152,6 +157,7 @@ register_env(
             "random": "isg_gym.eval.policies.baselines:RandomPolicy",
         },
         question_version=QUESTION_VERSION,
+        data_version=SPEC_VERSION,
     )
 )
 

@@ -62,6 +62,15 @@ def add_commands(sub: Any) -> None:
     s.add_argument("--paraphrase-model", default=None, metavar="NAME",
                    help="the model whose paraphrases to use (default: --model)")  # fmt: skip
     s.add_argument("--no-progress", action="store_true", help="no progress bar")
+    s.add_argument("--ray", nargs="?", const=True, default=None, metavar="ADDRESS",
+                   help="run the episodes in Ray actors (needs isg-gym[ray]): alone, Ray's "
+                   "default (RAY_ADDRESS, a cluster started here, else a new local one); or "
+                   "local, auto, HOST:PORT, ray://HOST:10001")  # fmt: skip
+    s.add_argument("--ray-actors", type=int, default=2, metavar="N",
+                   help="Ray actors (default 2)")  # fmt: skip
+    s.add_argument("--ray-actor-concurrency", type=int, default=2, metavar="M",
+                   help="episodes (envs) per Ray actor at once (default 2); with --ray, "
+                   "--concurrency is ignored: a chat backend gets actors x M at once")  # fmt: skip
     s.set_defaults(run=cmd_eval)
 
     s = sub.add_parser("envs", help="the registered environments, their splits and policies")
@@ -231,6 +240,15 @@ def cmd_eval(args: argparse.Namespace) -> None:
         raise EvalCliError("--concurrency and --episodes must be positive integers")
     if args.max_steps < 1:
         raise EvalCliError("--max-steps must be a positive integer")
+    if args.ray is not None:
+        from isg_gym.rl.ray_pool import require_ray
+
+        if args.ray_actors < 1 or args.ray_actor_concurrency < 1:
+            raise EvalCliError("--ray-actors and --ray-actor-concurrency must be positive")
+        try:
+            require_ray()
+        except ImportError as exc:
+            raise EvalCliError(str(exc)) from None
     try:
         entry = get_env(args.env)
         env_kwargs: dict[str, Any] = {"max_steps": args.max_steps, "sandbox": args.sandbox,
@@ -250,6 +268,8 @@ def cmd_eval(args: argparse.Namespace) -> None:
         )
     if args.backend == "smolagents" and args.smolagents_model == "vllm" and args.concurrency > 1:
         raise EvalCliError("--smolagents-model vllm shares one engine: use --concurrency 1")
+    if args.ray is not None:  # the live episodes: what a chat backend sends at once
+        args.concurrency = args.ray_actors * args.ray_actor_concurrency
     models = [m.strip() for m in args.model.split(",")]
     if len(models) > 1 and (not all(models) or len(set(models)) != len(models)):
         raise EvalCliError(f"--model {args.model!r}: give distinct names separated by commas")
@@ -292,6 +312,9 @@ def _evaluate_one(
             env_kwargs=env_kwargs,
             progress=not args.no_progress,
             env=env_id,
+            ray=args.ray,
+            ray_actors=args.ray_actors,
+            ray_actor_concurrency=args.ray_actor_concurrency,
         )
     except (FileExistsError, ValueError) as exc:
         raise EvalCliError(str(exc)) from None

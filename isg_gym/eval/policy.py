@@ -110,6 +110,10 @@ class Policy:
     name: str = "policy"
     model: str = ""
     privileged: bool = False
+    # Under ``evaluate(ray=...)``: False ships the policy to the Ray actors, which play whole
+    # episodes (scripted baselines); True keeps it on the driver, stepping envs in the actors
+    # (a model behind a server or on the driver's GPU).
+    on_driver: bool = False
 
     def begin(self, episode: EpisodeState) -> None:
         """Start an episode: the transcript opens with the env's system and user prompt."""
@@ -190,6 +194,8 @@ class ChatPolicy(StepPolicy):
     ``final_answer`` tool is offered, so a model that has not answered by then must answer
     (graded as usual) rather than run out of steps.
     """
+
+    on_driver = True  # one batched model call per round for the episodes of every actor
 
     def __init__(
         self, backend: ChatBackend, native_tools: bool = True, answer_on_last_step: bool = False

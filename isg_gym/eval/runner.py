@@ -7,7 +7,8 @@ is asked for one turn of every live episode per round (one batched model call: a
 threads (tool calls wait on the sandbox, not on the GIL), finished episodes are written to
 ``episodes.jsonl`` and their slots take the next question. An
 :class:`~isg_gym.eval.policy.EpisodePolicy` (smolagents) plays each episode to the end in its own
-thread instead.
+thread instead. With ``ray`` the episodes run in Ray actors instead
+(:mod:`isg_gym.eval.ray_runner`); the records come back here and are written the same way.
 
 Envs run with ``privileged_info=True`` so that records carry the gold answer and the evidence
 files; a policy only sees ``info`` if it is marked ``privileged`` (scripted baselines), a chat
@@ -41,7 +42,9 @@ from isg_gym.eval.records import (
 
 RUN_FILE = "run.json"
 PUBLIC_INFO = ("question_id", "repository", "type", "family", "step", "tools", "prompt")
-_RESUME_KEYS = ("env", "question_version", "backend", "model", "split", "env_kwargs")
+_RESUME_KEYS = (
+    "env", "question_version", "data_version", "backend", "model", "split", "env_kwargs"
+)
 
 
 def evaluate(
@@ -57,6 +60,9 @@ def evaluate(
     report: bool = True,
     run_info: dict[str, Any] | None = None,
     env: str = DEFAULT_ENV,
+    ray: str | bool | None = None,
+    ray_actors: int = 2,
+    ray_actor_concurrency: int = 2,
 ) -> dict[str, Any]:
     """Play the questions of ``split`` (the first ``episodes`` of them) of the registered env
     ``env`` (:mod:`isg_gym.envs.registry`) and write the results.
@@ -66,9 +72,21 @@ def evaluate(
     ``plots/``. With ``resume`` the questions already recorded are skipped (an interrupted run
     continues where it stopped); without it an existing non-empty record file is an error.
     Returns the summary (or ``{"n": ...}`` when ``report`` is False).
+
+    ``ray``: run the episodes in ``ray_actors`` Ray actors of ``ray_actor_concurrency`` envs
+    each (:mod:`isg_gym.eval.ray_runner`): True or ``"local"`` for a new local Ray instance, an
+    address (``"auto"``, ``"HOST:PORT"``, ``"ray://HOST:10001"``) for a cluster; a Ray session
+    already initialized in this process is used as it is. ``concurrency`` is then unused.
     """
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+    if not isinstance(policy, EpisodePolicy | StepPolicy):
+        raise TypeError(f"{type(policy).__name__} is neither a StepPolicy nor an EpisodePolicy")
+    ray_options = None
+    if ray is not None and ray is not False:
+        from isg_gym.eval.ray_runner import RayOptions
+
+        ray_options = RayOptions.of(ray, ray_actors, ray_actor_concurrency)
     entry = get_env(env)
     questions = entry.resolve_split(split)
     if episodes is not None:
@@ -87,6 +105,8 @@ def evaluate(
         "concurrency": concurrency,
         "env_kwargs": env_kwargs,
         "question_version": entry.question_version,
+        "data_version": entry.data_version,
+        **(ray_options.run_info() if ray_options else {}),
         **(run_info or {}),
     }
     done = _prepare(out, run, resume)
@@ -97,22 +117,22 @@ def evaluate(
     with RecordWriter(out / RECORDS_FILE) as writer, _Progress(progress, len(questions)) as bar:
         bar.add(len(done), sum(bool(r.get("correct")) for r in previous))
 
-        def finish(episode: EpisodeState) -> None:
-            record = build_record(episode, entry.question_version)
+        def write(record: dict[str, Any]) -> None:
             writer.write(record)
             bar.add(1, record["correct"])
             guard.check(record)
 
-        if todo:
+        def finish(episode: EpisodeState) -> None:
+            write(build_record(episode, entry.question_version))
+
+        if todo and ray_options is not None:
+            from isg_gym.eval.ray_runner import run_on_ray
+
+            run_on_ray(policy, todo, entry, env_kwargs, finish, write, ray_options)
+        elif todo:
             envs = [_make_env(entry, env_kwargs) for _ in range(min(concurrency, len(todo)))]
             try:
-                if isinstance(policy, EpisodePolicy):
-                    _run_episodes(policy, todo, envs, finish)
-                elif isinstance(policy, StepPolicy):
-                    _run_steps(policy, todo, envs, finish)
-                else:
-                    raise TypeError(f"{type(policy).__name__} is neither a StepPolicy nor an "
-                                    "EpisodePolicy")  # fmt: skip
+                play(policy, todo, envs, finish)
             finally:
                 for env in envs:
                     env.close()
@@ -177,11 +197,49 @@ class _FailFast:
             )
 
 
+def episode_env_kwargs(env_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The constructor arguments of an evaluation env: the run's, with the answer key in the
+    info (for the records; policies see it only when privileged)."""
+    return {**env_kwargs, "privileged_info": True}
+
+
 def _make_env(entry: EnvEntry, env_kwargs: dict[str, Any]) -> ToolEnv:
-    return entry.make(**{**env_kwargs, "privileged_info": True})
+    return entry.make(**episode_env_kwargs(env_kwargs))
 
 
-def _start(policy: Policy, env: ToolEnv, index: int, question_id: str) -> EpisodeState:
+def play(
+    policy: Policy,
+    todo: list[tuple[int, str]],
+    envs: Sequence[Any],
+    finish: Callable[[EpisodeState], None],
+    threads: ThreadPoolExecutor | None = None,
+) -> None:
+    """Play the (index, question id) pairs of ``todo`` on ``envs`` (one live episode per env;
+    envs are Gymnasium-style ``reset``/``step`` objects, local or remote), ``finish`` called
+    with each finished episode: step policies a batched round at a time, episode policies one
+    thread per env.
+
+    The env calls run in ``threads`` (at least ``len(envs)`` workers) when given, else in a
+    pool made for this call. A caller that plays on the same envs again passes a pool that
+    outlives the calls: a sandbox worker dies with the thread that started it (bubblewrap's
+    ``--die-with-parent``), so a pool per call restarts the sandbox every call.
+    """
+    owned = threads is None
+    pool = ThreadPoolExecutor(max(1, len(envs))) if threads is None else threads
+    try:
+        if isinstance(policy, EpisodePolicy):
+            _run_episodes(policy, todo, list(envs), finish, pool)
+        elif isinstance(policy, StepPolicy):
+            _run_steps(policy, todo, list(envs), finish, pool)
+        else:
+            raise TypeError(f"{type(policy).__name__} is neither a StepPolicy nor an "
+                            "EpisodePolicy")  # fmt: skip
+    finally:
+        if owned:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _start(policy: Policy, env: Any, index: int, question_id: str) -> EpisodeState:
     observation, info = env.reset(options={"question": question_id})
     gold = {k: v for k, v in info.items() if k not in PUBLIC_INFO}
     if not policy.privileged:
@@ -194,26 +252,26 @@ def _start(policy: Policy, env: ToolEnv, index: int, question_id: str) -> Episod
 def _run_steps(
     policy: StepPolicy,
     todo: list[tuple[int, str]],
-    envs: list[ToolEnv],
+    envs: list[Any],
     finish: Callable[[EpisodeState], None],
+    pool: ThreadPoolExecutor,
 ) -> None:
     pending = list(reversed(todo))
     free = list(envs)
     live: list[EpisodeState] = []
-    with ThreadPoolExecutor(len(envs)) as pool:
-        while pending or live:
-            while pending and free:
-                live.append(_start(policy, free.pop(), *pending.pop()))
-            try:
-                turns = policy.act(live)
-            except Exception as exc:  # a policy bug must not lose the run's records
-                error = f"policy failed: {type(exc).__name__}: {exc}"
-                turns = [Turn(error=error, error_kind="policy")] * len(live)
-            list(pool.map(lambda pair: _apply(policy, *pair), zip(live, turns, strict=True)))
-            for episode in [e for e in live if e.done]:
-                live.remove(episode)
-                finish(episode)
-                free.append(episode.env)
+    while pending or live:
+        while pending and free:
+            live.append(_start(policy, free.pop(), *pending.pop()))
+        try:
+            turns = policy.act(live)
+        except Exception as exc:  # a policy bug must not lose the run's records
+            error = f"policy failed: {type(exc).__name__}: {exc}"
+            turns = [Turn(error=error, error_kind="policy")] * len(live)
+        list(pool.map(lambda pair: _apply(policy, *pair), zip(live, turns, strict=True)))
+        for episode in [e for e in live if e.done]:
+            live.remove(episode)
+            finish(episode)
+            free.append(episode.env)
 
 
 def _apply(policy: StepPolicy, episode: EpisodeState, turn: Turn) -> None:
@@ -227,10 +285,11 @@ def _apply(policy: StepPolicy, episode: EpisodeState, turn: Turn) -> None:
 def _run_episodes(
     policy: EpisodePolicy,
     todo: list[tuple[int, str]],
-    envs: list[ToolEnv],
+    envs: list[Any],
     finish: Callable[[EpisodeState], None],
+    pool: ThreadPoolExecutor,
 ) -> None:
-    free: queue.SimpleQueue[ToolEnv] = queue.SimpleQueue()
+    free: queue.SimpleQueue[Any] = queue.SimpleQueue()
     for env in envs:
         free.put(env)
 
@@ -246,15 +305,14 @@ def _run_episodes(
         finally:
             free.put(env)
 
-    with ThreadPoolExecutor(len(envs)) as pool:
-        futures = [pool.submit(play, i, q) for i, q in todo]
-        try:
-            for future in futures:
-                finish(future.result())
-        except BaseException:  # e.g. InfrastructureError: the episodes not started never run
-            for future in futures:
-                future.cancel()
-            raise
+    futures = [pool.submit(play, i, q) for i, q in todo]
+    try:
+        for future in futures:
+            finish(future.result())
+    except BaseException:  # e.g. InfrastructureError: the episodes not started never run
+        for future in futures:
+            future.cancel()
+        raise
 
 
 class _Progress:

@@ -62,6 +62,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import importlib.util
 import json
 import logging
 import os
@@ -663,9 +664,11 @@ def _site_paths() -> list[str]:
     """Directories holding numpy, pandas, scipy, openpyxl (never the isg_gym checkout)."""
     paths = {sysconfig.get_paths()[k] for k in ("purelib", "platlib")}
     for name in ("numpy", "pandas", "scipy", "openpyxl"):
-        with contextlib.suppress(ImportError):
-            module = __import__(name)
-            paths.add(str(Path(module.__file__).resolve().parent.parent))
+        # find_spec locates a package without importing it into the env's process
+        with contextlib.suppress(ImportError, ValueError):
+            spec = importlib.util.find_spec(name)
+            if spec is not None and spec.origin:
+                paths.add(str(Path(spec.origin).resolve().parent.parent))
     here = Path(__file__).resolve().parents[3]  # the checkout holding isg_gym
     return sorted(p for p in paths if os.path.isdir(p) and Path(p).resolve() != here)
 
