@@ -14,6 +14,7 @@ from isg_gym.envs.registry import get_env
 from isg_gym.eval.metrics import summarize
 from isg_gym.eval.records import RECORDS_FILE, read_records
 from isg_gym.eval.runner import evaluate
+from isg_gym.spec.models import SPEC_VERSION
 from isg_gym.tools.sandbox import bwrap_available
 
 SANDBOX = "bwrap" if bwrap_available() is None else "none"
@@ -28,6 +29,7 @@ def _env(**kw) -> DiscoveryEnv:
 def test_registered_and_checked():
     entry = get_env("ISG-Discovery-v0")
     assert entry.question_version == DISCOVERY_VERSION
+    assert entry.data_version == SPEC_VERSION  # its worlds are transformed procedural Specs
     assert set(entry.policies) == {"oracle", "analyst", "empty", "random"}
     env = gym.make("ISG-Discovery-v0", sandbox=SANDBOX)
     try:

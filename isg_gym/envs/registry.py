@@ -193,5 +193,6 @@ register_env(
             "random": "isg_gym.eval.policies.discovery:RandomClaimsPolicy",
         },
         question_version=1,  # isg_gym.envs.discovery.DISCOVERY_VERSION (tested equal)
+        data_version=SPEC_VERSION,  # a Discovery world transforms the procedural Spec
     )
 )
