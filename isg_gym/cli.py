@@ -160,12 +160,13 @@ def cmd_spec(args: argparse.Namespace) -> None:
 
 
 def cmd_questions(args: argparse.Namespace) -> None:
-    from isg_gym.qa import QUESTION_TYPES, format_answer, generate_questions
+    from isg_gym.qa import format_answer, generate_questions
+    from isg_gym.qa.base import known_types
 
     types = args.type or None
-    unknown = [t for t in types or [] if t not in QUESTION_TYPES]
+    unknown = [t for t in types or [] if t not in known_types()]
     if unknown:
-        raise CliError(f"unknown question type(s) {unknown}; known: {sorted(QUESTION_TYPES)}")
+        raise CliError(f"unknown question type(s) {unknown}; known: {known_types()}")
     if not 0 <= args.unanswerable <= 1:
         raise CliError(f"--unanswerable must be within [0, 1], got {args.unanswerable}")
     repo = _repository(args)

@@ -63,3 +63,15 @@ def assert_same_values(parsed: pd.DataFrame, table: pd.DataFrame) -> None:
             w = want.to_numpy(dtype=np.float64)
             g = got.to_numpy(dtype=np.float64)
             np.testing.assert_array_equal(g, w, err_msg=col, strict=False)
+
+
+def served_rows(repo) -> pd.DataFrame:
+    """Every data file of ``repo`` parsed from its served bytes, pooled, with the file's
+    path-variable values (canonical, from the index) as columns."""
+    frames = []
+    for path in repo.data_files:
+        frame = read_served(repo.read_bytes(path), repo.spec.file_format)
+        for name, value in repo.path_values(path).items():
+            frame[name] = value
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)

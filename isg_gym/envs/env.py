@@ -15,6 +15,7 @@ from isg_gym.dataset import ANSWER_INSTRUCTIONS
 from isg_gym.envs import materialize
 from isg_gym.envs.tool_env import SEED_LIMIT, ToolEnv, ToolHandler, score_info
 from isg_gym.qa import QUESTION_TYPES, Question, format_answer, question_at, question_from_id
+from isg_gym.qa.base import known_types
 from isg_gym.qa.conventions import CONVENTIONS
 from isg_gym.qa.sampling import DEFAULT_UNANSWERABLE_RATIO, parse_question_id
 from isg_gym.repository import Repository
@@ -112,7 +113,9 @@ class ISGEnv(ToolEnv):
     - ``start_repository``, ``num_repositories``: seeds are drawn from
       ``[start, start + num)`` (``num=0``: every seed from ``start`` up to 2**31 - 1), like
       procgen's ``start_level`` / ``num_levels``; use disjoint ranges for train and test.
-    - ``question_types``: names from :data:`isg_gym.qa.QUESTION_TYPES` (default all).
+    - ``question_types``: names from :data:`isg_gym.qa.QUESTION_TYPES` (default all of them),
+      or of the opt-in types (:data:`isg_gym.qa.base.OPT_IN_QUESTION_TYPES`, such as
+      ``effect_direction``), which are asked only when named.
     - ``unanswerable_ratio``: share of unanswerable question slots (default 0.25).
     - ``questions_per_repository``: question slots drawn per repository (default 8).
     - ``max_steps``: step budget (default 30).
@@ -185,9 +188,9 @@ class ISGEnv(ToolEnv):
         if num_repositories < 0:
             raise ValueError("num_repositories must be >= 0 (0 = unlimited)")
         types = sorted(QUESTION_TYPES) if question_types is None else list(question_types)
-        unknown = [t for t in types if t not in QUESTION_TYPES]
+        unknown = [t for t in types if t not in known_types()]
         if unknown or not types:
-            raise ValueError(f"unknown question types {unknown}; known {sorted(QUESTION_TYPES)}")
+            raise ValueError(f"unknown question types {unknown}; known {known_types()}")
         if not 0.0 <= unanswerable_ratio <= 1.0:
             raise ValueError("unanswerable_ratio must be within [0, 1]")
         if questions_per_repository < 1:
@@ -285,7 +288,7 @@ class ISGEnv(ToolEnv):
             )
         types = self.question_types
         if options.get("type") is not None:
-            if options["type"] not in QUESTION_TYPES:
+            if options["type"] not in known_types():
                 raise ValueError(f"unknown question type {options['type']!r}")
             types = [options["type"]]
         pinned = options.get("repository")

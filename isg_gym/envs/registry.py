@@ -177,3 +177,22 @@ register_env(
         extra="orbits",
     )
 )
+
+register_env(
+    EnvEntry(
+        id="ISG-Discovery-v0",
+        entry_point="isg_gym.envs.discovery:DiscoveryEnv",
+        description="find which recorded variables affect a repository's outcomes, graded "
+        "against the program that generated it",
+        splits="isg_gym.discovery.splits:resolve_split",
+        split_names=("discovery-200", "discovery-test-200"),
+        policies={
+            "oracle": "isg_gym.eval.policies.discovery:DiscoveryOraclePolicy",
+            "analyst": "isg_gym.eval.policies.discovery:AnalystPolicy",
+            "empty": "isg_gym.eval.policies.discovery:EmptyClaimsPolicy",
+            "random": "isg_gym.eval.policies.discovery:RandomClaimsPolicy",
+        },
+        question_version=1,  # isg_gym.envs.discovery.DISCOVERY_VERSION (tested equal)
+        data_version=SPEC_VERSION,  # a Discovery world transforms the procedural Spec
+    )
+)

@@ -25,6 +25,7 @@ Family = Literal[
     "bivariate_statistics",
     "hypothesis_tests",
     "group_comparison",
+    "effects",
 ]
 AnswerKind = Literal["yes_no", "integer", "float", "category", "string", "extension", "text"]
 ABSTAIN = "not possible"
@@ -109,7 +110,7 @@ class Context:
         evidence: tuple[str, ...] | list[str] = (),
     ) -> Question:
         """Build the Question record (answer forced to None when unanswerable)."""
-        cls = QUESTION_TYPES[self.type]
+        cls = question_type(self.type)
         return Question(
             id=f"{self.repo.seed}.{self.type}.{self.index}",
             repository=self.repo.seed,
@@ -138,6 +139,9 @@ class QuestionType:
     # Shares of repositories offering an answerable / an unanswerable question of this type.
     answerable_share: ClassVar[float] = 1.0
     unanswerable_share: ClassVar[float] = 1.0
+    # An opt-in type is generated only where it is named (``question_types``); the default
+    # types, the default questions and the stored splits never include it.
+    opt_in: ClassVar[bool] = False
 
     @dataclass(frozen=True)
     class Config:
@@ -150,15 +154,29 @@ class QuestionType:
         raise NotImplementedError
 
 
-QUESTION_TYPES: dict[str, type[QuestionType]] = {}
+QUESTION_TYPES: dict[str, type[QuestionType]] = {}  # the default types
+OPT_IN_QUESTION_TYPES: dict[str, type[QuestionType]] = {}  # generated only when named
 
 
 def register(cls: type[QuestionType]) -> type[QuestionType]:
-    """Class decorator: make a question type available by its ``name``."""
-    if cls.name in QUESTION_TYPES:
+    """Class decorator: make a question type available by its ``name`` (an ``opt_in`` one only
+    when named)."""
+    if cls.name in QUESTION_TYPES or cls.name in OPT_IN_QUESTION_TYPES:
         raise ValueError(f"question type {cls.name!r} registered twice")
-    QUESTION_TYPES[cls.name] = cls
+    (OPT_IN_QUESTION_TYPES if cls.opt_in else QUESTION_TYPES)[cls.name] = cls
     return cls
+
+
+def question_type(name: str) -> type[QuestionType]:
+    """The question type named ``name``, default or opt-in (KeyError otherwise)."""
+    if name in QUESTION_TYPES:
+        return QUESTION_TYPES[name]
+    return OPT_IN_QUESTION_TYPES[name]
+
+
+def known_types() -> list[str]:
+    """Every type name that may be asked for: the defaults, then the opt-in ones."""
+    return sorted(QUESTION_TYPES) + sorted(OPT_IN_QUESTION_TYPES)
 
 
 def format_answer(question: Question) -> str:

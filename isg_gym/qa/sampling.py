@@ -15,7 +15,14 @@ import json
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from isg_gym.qa.base import QUESTION_TYPES, QUESTION_VERSION, Context, Question
+from isg_gym.qa.base import (
+    QUESTION_TYPES,
+    QUESTION_VERSION,
+    Context,
+    Question,
+    known_types,
+    question_type,
+)
 from isg_gym.repository import Repository
 from isg_gym.seeding import derive
 
@@ -24,9 +31,9 @@ DEFAULT_UNANSWERABLE_RATIO = 0.25
 
 def _check_types(types: Iterable[str] | None) -> list[str]:
     names = sorted(QUESTION_TYPES) if types is None else list(types)
-    unknown = [t for t in names if t not in QUESTION_TYPES]
+    unknown = [t for t in names if t not in known_types()]
     if unknown or not names:
-        raise ValueError(f"unknown question types {unknown}; known: {sorted(QUESTION_TYPES)}")
+        raise ValueError(f"unknown question types {unknown}; known: {known_types()}")
     return names
 
 
@@ -75,7 +82,7 @@ def make_question(
 
     ``configs`` maps type names to instances of that type's ``Config`` (defaults otherwise).
     """
-    cls = QUESTION_TYPES[_check_types([type_name])[0]]
+    cls = question_type(_check_types([type_name])[0])
     if not answerable and not (cls.reasons and _accepts_unanswerable(repo.seed, index, cls)):
         return None
     rng = derive(repo.seed, type_name, QUESTION_VERSION, index)
@@ -135,7 +142,7 @@ def iter_questions(
     (same type and params, e.g. a second "which extension" question)."""
     names = _check_types(types)
     for name in names:  # a wrong config is an error even if no slot reaches its type
-        _config(QUESTION_TYPES[name], configs)
+        _config(question_type(name), configs)
     seen: set[tuple[str, str]] = set()
     for index in range(max_slots if max_slots is not None else 4 * count + 8):
         if len(seen) >= count:

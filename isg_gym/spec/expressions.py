@@ -32,6 +32,8 @@ from typing import Literal
 
 import numpy as np
 
+from isg_gym.syntax import parse as parse_python
+
 Kind = Literal["numeric", "categorical"]
 Value = np.ndarray | float
 Env = Mapping[str, np.ndarray | float | str]
@@ -318,7 +320,7 @@ def _describe(node: ast.AST) -> str:
 def expression_kind(source: str) -> Kind:
     """``categorical`` when the outermost call is ``cut``, else ``numeric`` (no validation)."""
     try:
-        body = ast.parse(source.strip(), mode="eval").body
+        body = parse_python(source.strip(), mode="eval").body
     except (SyntaxError, RecursionError, MemoryError, ValueError):
         return "numeric"
     is_cut = (
@@ -353,7 +355,7 @@ def compile_expression(source: str, variables: Mapping[str, Kind]) -> Expression
 
 def _compile(source: str, variables: Mapping[str, Kind]) -> Expression:
     try:
-        tree = ast.parse(source.strip(), mode="eval")
+        tree = parse_python(source.strip(), mode="eval")
     except SyntaxError as err:
         raise ExpressionError(f"syntax error in expression: {err.msg}") from None
     except (RecursionError, MemoryError, ValueError):

@@ -58,8 +58,10 @@ class PythonTool:
     ``session``: ``"fresh"`` (every call starts from an empty namespace) or ``"persistent"``
     (the earlier successful cells of the episode are replayed before each call; see
     :class:`isg_gym.envs.env.ISGEnv` for the caveats). After each :meth:`run`,
-    :attr:`files_read` holds the files the code opened (the sandbox's own report) and
-    :attr:`infra_error` says whether the sandbox itself failed.
+    :attr:`files_read` holds the files the code opened (the sandbox's own report),
+    :attr:`succeeded` whether the code ran without error, time-out or kill, :attr:`program`
+    what ran (the code, after a persistent session's replayed cells) and :attr:`infra_error`
+    whether the sandbox itself failed.
     """
 
     def __init__(
@@ -78,6 +80,8 @@ class PythonTool:
         self.cells: list[str] = []  # successful cells of the episode (persistent session)
         self.files_read: tuple[str, ...] = ()
         self.infra_error: str | None = None
+        self.succeeded = False  # the last call ran without error, time-out or kill
+        self.program = ""  # the last call's program (with a persistent session's replay)
         self._sandbox: Any = None
 
     def reset(self) -> None:
@@ -93,7 +97,7 @@ class PythonTool:
     def run(self, code: str, files: Any) -> str:
         """Run ``code`` over ``files`` (``files`` may be a zero-argument callable giving them,
         called once the sandbox is up); the observation text. Raises :class:`ToolError`."""
-        self.files_read, self.infra_error = (), None
+        self.files_read, self.infra_error, self.succeeded, self.program = (), None, False, ""
         try:
             sandbox = self.sandbox()
         except Exception as exc:  # the backend may be missing or fail to start
@@ -110,12 +114,14 @@ class PythonTool:
             program = replay_program(self.cells, code)
         if callable(files):
             files = files()
+        self.program = program
         try:
             result = sandbox.run(program, files)
         except Exception as exc:
             self.infra_error = f"the sandbox failed: {type(exc).__name__}: {exc}"
             raise ToolError(self.infra_error) from None
-        if self.session == "persistent" and _succeeded(result):
+        self.succeeded = _succeeded(result)
+        if self.session == "persistent" and self.succeeded:
             self.cells.append(code)
         self.files_read = tuple(getattr(result, "files_read", ()) or ())
         return format_result(result, self.max_output_chars)

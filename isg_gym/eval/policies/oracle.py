@@ -336,6 +336,22 @@ def sb_count_missing(p: dict[str, Any], layout: list[Any]) -> dict[str, Any]:
     return {"answer": int(df[p["column"]].isna().sum())}
 
 
+def sb_effect_direction(p: dict[str, Any], layout: list[Any]) -> dict[str, Any]:
+    """The sign of Spearman's rank correlation of a column or path variable with an outcome
+    over every file, as "increases" / "decreases"."""
+    factor, outcome = p["factor"], p["outcome"]
+    is_path = factor in layout[1].values()
+    scope = {"scope": "files", "path_conditions": []}
+    df, numeric = sb_load(scope, layout, [outcome] if is_path else [outcome, factor],
+                          group_var=factor if is_path else None)  # fmt: skip
+    if df is None:
+        return {"na": numeric}
+    x = pd.to_numeric(df["__group__"]) if is_path else df[factor]
+    pairs = pd.DataFrame({"x": x, "y": df[outcome]}).dropna()
+    res = stats.spearmanr(pairs["x"].astype(float), pairs["y"].astype(float))
+    return {"answer": "increases" if res.statistic > 0 else "decreases", "p": float(res.pvalue)}
+
+
 SANDBOX_HEADER = (
     "import json, math, os, re\nimport numpy as np\nimport pandas as pd\nfrom scipy import stats\n"
 )
@@ -352,6 +368,7 @@ SANDBOX_SOLVERS = {
     "count_files": sb_count_files,
     "count_rows": sb_count_rows,
     "count_missing": sb_count_missing,
+    "effect_direction": sb_effect_direction,  # opt-in type
 }
 SANDBOX_SOURCE = SANDBOX_HEADER + "\n\n".join(
     inspect.getsource(fn) for fn in (*SANDBOX_HELPERS, *SANDBOX_SOLVERS.values())

@@ -2,6 +2,7 @@
 
 from isg_gym.qa.types import (  # noqa: F401
     bivariate,
+    effect_direction,  # opt-in: asked only when named
     file_metadata,
     group_comparison,
     hypothesis,

@@ -56,6 +56,7 @@ from isg_gym.spec.models import (
     VariableInfo,
     check_label,
 )
+from isg_gym.syntax import parse as parse_python
 
 MIN_TITLE_WORDS, MAX_TITLE_WORDS = 3, 25
 
@@ -458,7 +459,7 @@ def _repair_dependents(draft: Draft, data: dict[str, Any]) -> dict[str, Any]:
 def _references(source: str, names: set[str]) -> set[str]:
     """Names of ``names`` that an expression mentions (parsed, never run)."""
     try:
-        tree = ast.parse(source.strip(), mode="eval")
+        tree = parse_python(source.strip(), mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return set()
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id in names}
