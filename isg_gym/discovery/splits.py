@@ -30,12 +30,12 @@ from isg_gym.eval.splits import (
     TEST_REPOSITORIES,
     TRAIN_REPOSITORIES,
     _split_file,
+    resolve_named_split,
 )
 from isg_gym.simulator.procedural import build_spec
 
 SUFFIX = ".discovery"
 _ID = re.compile(r"^(\d+)\.discovery$")
-_REPOS = re.compile(r"^repos:(\d+)-(\d+)$")
 
 
 def question_id(seed: int) -> str:
@@ -96,26 +96,14 @@ def generate(split: Split, share: float = DEFAULT_COUNTERFACTUAL_SHARE) -> list[
 def resolve_split(split: str | Sequence[str]) -> list[str]:
     """Ids of a named split, of every Discovery repository in ``"repos:A-B"``, or a list of
     ids (validated)."""
-    if not isinstance(split, str):
-        ids = list(split)
-        for qid in ids:
-            question_seed(qid)
-        return ids
-    if split in SPLITS:
-        path = _split_file(split)
-        if not path.exists():
-            raise FileNotFoundError(
-                f"split file {path} is missing; run `python -m isg_gym.discovery.splits --write`"
-            )
-        return path.read_text(encoding="utf-8").split()
-    m = _REPOS.match(split)
-    if m:
-        start, stop = int(m.group(1)), int(m.group(2))
-        if stop <= start:
-            raise ValueError(f"split {split!r}: the range is empty (use repos:A-B with A < B)")
-        return [question_id(s) for s in range(start, stop) if is_discovery_seed(s)]
-    raise ValueError(f"unknown split {split!r}; use one of {sorted(SPLITS)}, 'repos:A-B', or a "
-                     "list of ids like '118.discovery'")  # fmt: skip
+    return resolve_named_split(
+        split,
+        SPLITS,
+        question_seed,
+        lambda seeds: [question_id(s) for s in seeds if is_discovery_seed(s)],
+        "isg_gym.discovery.splits",
+        "ids like '118.discovery'",
+    )
 
 
 def train_env_kwargs() -> dict[str, int]:

@@ -46,7 +46,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
@@ -208,16 +208,32 @@ def _split_file(name: str) -> Path:
 def resolve_split(split: str | Sequence[str]) -> list[str]:
     """Question ids of a split: a name of :data:`SPLITS`, ``"repos:A-B"`` (one question per
     repository ``A`` to ``B - 1``, same recipe), or a list of question ids (validated)."""
+    return resolve_named_split(
+        split, SPLITS, parse_question_id, generate_split, "isg_gym.eval.splits", "question ids"
+    )
+
+
+def resolve_named_split(
+    split: str | Sequence[str],
+    names: Collection[str],
+    check_id: Callable[[str], object],
+    from_range: Callable[[range], list[str]],
+    module: str,
+    id_example: str,
+) -> list[str]:
+    """An env's split resolution: a list of ids (each checked by ``check_id``), a stored split
+    of ``names`` (``isg_gym/data/splits/NAME.txt``, written by ``python -m MODULE --write``),
+    or ``"repos:A-B"`` (``from_range(range(A, B))``)."""
     if not isinstance(split, str):
         ids = list(split)
         for qid in ids:
-            parse_question_id(qid)
+            check_id(qid)
         return ids
-    if split in SPLITS:
+    if split in names:
         path = _split_file(split)
         if not path.exists():
             raise FileNotFoundError(
-                f"split file {path} is missing; run `python -m isg_gym.eval.splits --write`"
+                f"split file {path} is missing; run `python -m {module} --write`"
             )
         return path.read_text(encoding="utf-8").split()
     match = _REPOS.match(split)
@@ -225,10 +241,10 @@ def resolve_split(split: str | Sequence[str]) -> list[str]:
         start, stop = int(match.group(1)), int(match.group(2))
         if stop <= start:
             raise ValueError(f"split {split!r}: the range is empty (use repos:A-B with A < B)")
-        return generate_split(range(start, stop))
+        return from_range(range(start, stop))
     raise ValueError(
-        f"unknown split {split!r}; use one of {sorted(SPLITS)}, 'repos:A-B', or a list of "
-        "question ids"
+        f"unknown split {split!r}; use one of {sorted(names)}, 'repos:A-B', or a list of "
+        f"{id_example}"
     )
 
 
