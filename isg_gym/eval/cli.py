@@ -30,7 +30,7 @@ def add_commands(sub: Any) -> None:
                    "parses), e.g. --env-arg observation=full; repeatable")  # fmt: skip
     s.add_argument("--split", default=None, metavar="NAME",
                    help="a named split of the env (ISG-v0: isg-500, the default, "
-                   "isg-test-500, or repos:A-B)")  # fmt: skip
+                   "isg-test-500, or repos:A-B; `isg envs` lists every env's)")  # fmt: skip
     s.add_argument("--episodes", type=int, default=None, metavar="N",
                    help="only the first N questions of the split")  # fmt: skip
     s.add_argument("--out", required=True, metavar="DIR", help="output directory")
@@ -107,7 +107,8 @@ def _model_arguments(s: argparse.ArgumentParser, scripted: bool = True) -> None:
     s.add_argument("--backend", required=True, choices=choices, help="where the model runs")
     s.add_argument("--model", required=True, metavar="NAME",
                    help="model name (openai, vllm), GGUF path or 'smollm2' (llamacpp), or "
-                        "a scripted policy of the env (ISG-v0: oracle|abstain|random); "
+                        "a scripted policy of the env (ISG-v0: oracle|abstain|random; "
+                        "`isg envs` lists every env's); "
                         "several, comma-separated: one run each in OUT/NAME and a "
                         "leaderboard")  # fmt: skip
     s.add_argument("--base-url", default=None, metavar="URL",
