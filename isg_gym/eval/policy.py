@@ -149,6 +149,18 @@ class StepPolicy(Policy, ABC):
             )
 
 
+class PerEpisodePolicy(StepPolicy, ABC):
+    """A :class:`StepPolicy` whose turn in one episode depends on that episode only (the
+    scripted policies): :meth:`_turn` per episode."""
+
+    def act(self, episodes: list[EpisodeState]) -> list[Turn]:
+        return [self._turn(episode) for episode in episodes]
+
+    @abstractmethod
+    def _turn(self, episode: EpisodeState) -> Turn:
+        """The next turn of ``episode``."""
+
+
 class EpisodePolicy(Policy, ABC):
     """Plays a whole episode itself through :meth:`EpisodeState.step` (one thread each)."""
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from isg_gym.eval.policy import EpisodeState, StepPolicy, Turn, calls_message
+from isg_gym.eval.policy import EpisodeState, PerEpisodePolicy, StepPolicy, Turn, calls_message
 from isg_gym.numbers import format_sig
 from isg_gym.seeding import derive
 
@@ -44,7 +44,7 @@ class AbstainPolicy(StepPolicy):
         return [_send(ep, _final(ABSTAIN)) for ep in episodes]
 
 
-class RandomPolicy(StepPolicy):
+class RandomPolicy(PerEpisodePolicy):
     """A seeded random agent: 0..``max_tool_calls`` random tool calls, then a random answer.
 
     The calls are a listing of "/" at a random depth, a read of a file seen in a listing (or
@@ -66,9 +66,6 @@ class RandomPolicy(StepPolicy):
         self.seed = seed
         self.max_tool_calls = max_tool_calls
         self.abstain_p = abstain_p
-
-    def act(self, episodes: list[EpisodeState]) -> list[Turn]:
-        return [self._turn(ep) for ep in episodes]
 
     def _turn(self, episode: EpisodeState) -> Turn:
         state = episode.memory.get("random")

@@ -33,7 +33,7 @@ from isg_gym.eval.policies.oracle import (
     sb_read,
     sb_read_log,
 )
-from isg_gym.eval.policy import EpisodeState, StepPolicy, Turn
+from isg_gym.eval.policy import EpisodeState, PerEpisodePolicy, StepPolicy, Turn
 from isg_gym.seeding import derive
 
 ALPHA = 1e-3
@@ -166,7 +166,7 @@ def untestable(labels: list[str]) -> list[dict[str, Any]]:
     return [{"factor": label, "relation": "untestable", "evidence": []} for label in labels]
 
 
-class AnalystPolicy(StepPolicy):
+class AnalystPolicy(PerEpisodePolicy):
     """The data-driven analyst (module docstring): README, one analysis call, findings."""
 
     name = "scripted-analyst"
@@ -176,9 +176,6 @@ class AnalystPolicy(StepPolicy):
         if not 0 < alpha < 1:
             raise ValueError(f"alpha must be within (0, 1), got {alpha}")
         self.alpha = alpha
-
-    def act(self, episodes: list[EpisodeState]) -> list[Turn]:
-        return [self._turn(ep) for ep in episodes]
 
     def _turn(self, episode: EpisodeState) -> Turn:
         state = episode.memory.setdefault("analyst", {})
@@ -207,16 +204,13 @@ class AnalystPolicy(StepPolicy):
         return _send(episode, _submit(state["findings"]))
 
 
-class DiscoveryOraclePolicy(StepPolicy):
+class DiscoveryOraclePolicy(PerEpisodePolicy):
     """Claims the answer key's detectable effects (privileged), backed by one call that reads
     every data file and uses every column it names."""
 
     name = "scripted-discovery-oracle"
     model = "scripted-discovery-oracle"
     privileged = True
-
-    def act(self, episodes: list[EpisodeState]) -> list[Turn]:
-        return [self._turn(ep) for ep in episodes]
 
     def _turn(self, episode: EpisodeState) -> Turn:
         key = episode.info.get("answer")
@@ -246,7 +240,7 @@ class EmptyClaimsPolicy(StepPolicy):
         return [_send(ep, _submit([])) for ep in episodes]
 
 
-class RandomClaimsPolicy(StepPolicy):
+class RandomClaimsPolicy(PerEpisodePolicy):
     """Reads the README, runs a trivial call, then submits 0..``max_claims`` claims about
     random (outcome, column) pairs with random relations, citing that call. Each episode draws
     from ``derive(seed, "random-claims", question_id)``."""
@@ -259,9 +253,6 @@ class RandomClaimsPolicy(StepPolicy):
             raise ValueError(f"max_claims must be >= 0, got {max_claims}")
         self.seed = seed
         self.max_claims = max_claims
-
-    def act(self, episodes: list[EpisodeState]) -> list[Turn]:
-        return [self._turn(ep) for ep in episodes]
 
     def _turn(self, episode: EpisodeState) -> Turn:
         state = episode.memory.setdefault("random", {})

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from isg_gym.eval.policy import EpisodeState, StepPolicy, Turn, calls_message
+from isg_gym.eval.policy import EpisodeState, PerEpisodePolicy, Turn, calls_message
 from isg_gym.numbers import format_sig
 from isg_gym.simulator.procedural import build_spec
 
@@ -495,7 +495,7 @@ def format_value(task: Task, value: Any) -> str:
     return str(value)
 
 
-class OraclePolicy(StepPolicy):
+class OraclePolicy(PerEpisodePolicy):
     """Scores 100%: one tool call to compute the answer, then ``final_answer``.
 
     Per-episode state lives in ``episode.memory["oracle"]``.
@@ -504,9 +504,6 @@ class OraclePolicy(StepPolicy):
     name = "scripted-oracle"
     model = "scripted-oracle"
     privileged = True
-
-    def act(self, episodes: list[EpisodeState]) -> list[Turn]:
-        return [self._turn(ep) for ep in episodes]
 
     def _turn(self, episode: EpisodeState) -> Turn:
         state = episode.memory.setdefault("oracle", {})

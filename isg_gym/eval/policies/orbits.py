@@ -20,7 +20,7 @@ import numpy as np
 from isg_gym.envs.actions import MAX_CALLS
 from isg_gym.eval.policies import orbits_fit
 from isg_gym.eval.policies.baselines import ABSTAIN, TRIVIAL_CODE, RandomPolicy
-from isg_gym.eval.policy import EpisodeState, StepPolicy, Turn, calls_message
+from isg_gym.eval.policy import EpisodeState, PerEpisodePolicy, Turn, calls_message
 
 _UNITS = re.compile(r"1 (\S+) = ([0-9.eE+-]+) m, 1 (\S+) = ([0-9.eE+-]+) s\)")
 _WINDOW = re.compile(r"from time 0 to time ([0-9.eE+-]+) ")
@@ -88,7 +88,7 @@ def analysis_code(file: str, task: str, setup: Setup) -> str:
     )
 
 
-class OrbitsExpertPolicy(StepPolicy):
+class OrbitsExpertPolicy(PerEpisodePolicy):
     """The expert solver: plans uniform observations, fits them in the sandbox, answers.
 
     ``calls`` observe calls (default 10, of ``per_call`` times each: 100 uniformly spaced
@@ -104,9 +104,6 @@ class OrbitsExpertPolicy(StepPolicy):
         if calls < 1:
             raise ValueError(f"calls must be >= 1, got {calls}")
         self.calls = calls
-
-    def act(self, episodes: list[EpisodeState]) -> list[Turn]:
-        return [self._turn(ep) for ep in episodes]
 
     def _turn(self, episode: EpisodeState) -> Turn:
         state = episode.memory.setdefault("expert", {})
