@@ -115,8 +115,8 @@ def test_ray_missing_is_a_one_line_error(tmp_path: Path, monkeypatch, capsys) ->
 
 def test_an_actors_sandbox_worker_outlives_its_episodes() -> None:
     """The body of an episode actor (plain Python here) keeps each env's sandbox worker from
-    one episode to the next (a worker dies with the thread that started it: a thread pool per
-    episode restarted it every episode)."""
+    one episode to the next, though each episode runs in a thread pool of its own (workers are
+    forked from the sandbox's spawner thread, not from the short-lived thread that asked)."""
     from isg_gym.eval.ray_runner import EpisodeWorker
     from isg_gym.eval.runner import episode_env_kwargs
 

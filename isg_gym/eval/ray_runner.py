@@ -23,7 +23,6 @@ from __future__ import annotations
 import queue
 from collections import Counter, deque
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -95,17 +94,13 @@ class EpisodeWorker(EnvWorker):
         self._free: queue.SimpleQueue[int] = queue.SimpleQueue()
         for slot in range(slots):
             self._free.put(slot)
-        # The env calls of every episode run here: threads that live as long as the actor, so
-        # the envs' sandbox workers (which die with the thread that started them) do too.
-        self._play_threads = ThreadPoolExecutor(max(1, slots))
 
     def play(self, index: int, question_id: str) -> dict[str, Any]:
         """Play one episode (the local runner's loop on one env); its record."""
         slot = self._free.get()
         try:
             finished: list[EpisodeState] = []
-            play(self.policy, [(index, question_id)], [self.env(slot)], finished.append,
-                 self._play_threads)  # fmt: skip
+            play(self.policy, [(index, question_id)], [self.env(slot)], finished.append)
             return build_record(finished[0], self.question_version)
         finally:
             self._free.put(slot)
@@ -115,7 +110,6 @@ class EpisodeWorker(EnvWorker):
             self.policy.close()
         finally:
             super().close()
-            self._play_threads.shutdown(wait=False)
 
 
 def run_on_ray(

@@ -212,20 +212,14 @@ def play(
     todo: list[tuple[int, str]],
     envs: Sequence[Any],
     finish: Callable[[EpisodeState], None],
-    threads: ThreadPoolExecutor | None = None,
 ) -> None:
     """Play the (index, question id) pairs of ``todo`` on ``envs`` (one live episode per env;
     envs are Gymnasium-style ``reset``/``step`` objects, local or remote), ``finish`` called
     with each finished episode: step policies a batched round at a time, episode policies one
-    thread per env.
-
-    The env calls run in ``threads`` (at least ``len(envs)`` workers) when given, else in a
-    pool made for this call. A caller that plays on the same envs again passes a pool that
-    outlives the calls: a sandbox worker dies with the thread that started it (bubblewrap's
-    ``--die-with-parent``), so a pool per call restarts the sandbox every call.
+    thread per env. The env calls run in a thread pool made for this call (sandbox workers
+    outlive it: :mod:`isg_gym.tools.sandbox.spawner`).
     """
-    owned = threads is None
-    pool = ThreadPoolExecutor(max(1, len(envs))) if threads is None else threads
+    pool = ThreadPoolExecutor(max(1, len(envs)))
     try:
         if isinstance(policy, EpisodePolicy):
             _run_episodes(policy, todo, list(envs), finish, pool)
@@ -235,8 +229,7 @@ def play(
             raise TypeError(f"{type(policy).__name__} is neither a StepPolicy nor an "
                             "EpisodePolicy")  # fmt: skip
     finally:
-        if owned:
-            pool.shutdown(wait=True, cancel_futures=True)
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _start(policy: Policy, env: Any, index: int, question_id: str) -> EpisodeState:
