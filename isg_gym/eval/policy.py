@@ -149,24 +149,35 @@ class StepPolicy(Policy, ABC):
             )
 
 
-class PerEpisodePolicy(StepPolicy, ABC):
-    """A :class:`StepPolicy` whose turn in one episode depends on that episode only (the
-    scripted policies): :meth:`_turn` per episode."""
-
-    def act(self, episodes: list[EpisodeState]) -> list[Turn]:
-        return [self._turn(episode) for episode in episodes]
-
-    @abstractmethod
-    def _turn(self, episode: EpisodeState) -> Turn:
-        """The next turn of ``episode``."""
-
-
 class EpisodePolicy(Policy, ABC):
     """Plays a whole episode itself through :meth:`EpisodeState.step` (one thread each)."""
 
     @abstractmethod
     def play(self, episode: EpisodeState) -> None:
         """Drive the episode until the env ends it (or set ``episode.error``)."""
+
+
+class PerEpisodePolicy(StepPolicy, EpisodePolicy, ABC):
+    """A policy whose turn in one episode depends on that episode only (the scripted policies):
+    :meth:`_turn` per episode. It is both kinds: batched rounds through :meth:`act`, or whole
+    episodes through :meth:`play`, which the runner prefers (no episode waits for the slowest
+    of a round)."""
+
+    def act(self, episodes: list[EpisodeState]) -> list[Turn]:
+        return [self._turn(episode) for episode in episodes]
+
+    def play(self, episode: EpisodeState) -> None:
+        while not episode.done:
+            turn = self._turn(episode)
+            if turn.error is not None:
+                episode.fail(turn.error_kind, turn.error)
+                return
+            observation, _, _, _, info = episode.step(turn.action)
+            self.observe(episode, observation, info)
+
+    @abstractmethod
+    def _turn(self, episode: EpisodeState) -> Turn:
+        """The next turn of ``episode``."""
 
 
 def calls_message(calls: list[dict[str, Any]], step: int, text: str = "") -> Message:
