@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -305,3 +306,93 @@ def test_an_installed_copy_of_isg_gym_is_hidden(
         assert lines[:2] == ["[] 7", "no isg_gym"] and lines[2] in ("''", "PermissionError")
     finally:
         subprocess.run(["rm", "-rf", str(site)], check=False)
+
+
+# --- calls forked ahead, exits awaited after the reply -------------------------------------
+
+
+def _descendants(root: int) -> dict[int, tuple[int, str, str]]:
+    """Descendants of ``root``: pid -> (parent pid, comm, state), from the host's /proc."""
+    table: dict[int, tuple[int, str, str]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        comm = stat[stat.index("(") + 1 : stat.rindex(")")]
+        state, ppid = stat[stat.rindex(")") + 2 :].split()[:2]
+        table[int(entry)] = (int(ppid), comm, state)
+    out: dict[int, tuple[int, str, str]] = {}
+    frontier = [root]
+    while frontier:
+        parent = frontier.pop()
+        for pid, row in table.items():
+            if row[0] == parent and pid not in out:
+                out[pid] = row
+                frontier.append(pid)
+    return out
+
+
+def _leaders(tree: dict[int, tuple[int, str, str]], live: bool = True) -> list[int]:
+    """Call leaders in a worker's tree (supervisor -> zygote -> leader -> child), only the
+    live ones unless ``live`` is False."""
+    pythons = {p for p, row in tree.items() if row[1].startswith("python")}
+
+    def depth(pid: int) -> int:
+        return 1 + depth(tree[pid][0]) if tree[pid][0] in pythons else 0
+
+    return [p for p in pythons if depth(p) == 2 and not (live and tree[p][2] == "Z")]
+
+
+FORGE_AND_LINGER = (
+    "import ctypes, json, os, time\n"
+    "ctypes.CDLL(None).prctl(15, b'outlived', 0, 0, 0)\n"  # PR_SET_NAME
+    "os.write(3, json.dumps({'value': \"'forged'\", 'error': None}).encode())\n"
+    "for fd in (1, 2, 3):\n    os.close(fd)\n"
+    "time.sleep(60)\n"
+)
+
+
+@needs_bwrap
+def test_a_child_that_outlives_its_reply_is_killed_before_the_next_call(repo: Path) -> None:
+    """A child that writes a whole result and closes its streams is answered for at once; if it
+    then lingers, it is killed at its own deadline before the next call runs."""
+    limits = SandboxLimits(cpu_seconds=2, wall_seconds=1, memory_mb=512, output_chars=2000)
+    with get_sandbox("bwrap", limits) as sandbox:
+        assert sandbox.run("1", str(repo)).value == "1"
+        if not sandbox.worker_info.get("call_namespaces"):
+            pytest.skip("exits are awaited after the reply only with per-call namespaces")
+        forged = sandbox.run(FORGE_AND_LINGER, str(repo))
+        assert forged.value == "'forged'" and not forged.timed_out  # the child's own report
+        assert sandbox._proc is not None
+        tree = _descendants(sandbox._proc.pid)
+        lingering = [p for p, row in tree.items() if row[1] == "outlived"]
+        assert lingering, "the child was expected to outlive the reply"
+        after = sandbox.run("import os; os.listdir('/tmp'), 6 * 7", str(repo))
+        assert after.value == "([], 42)" and after.error is None
+        alive = _descendants(sandbox._proc.pid)
+        assert not [p for p in lingering if p in alive and alive[p][2] != "Z"]
+
+
+@needs_bwrap
+def test_a_killed_leader_forked_ahead_is_replaced(repo: Path) -> None:
+    """The zygote forks each call's leader and child ahead of the call; one killed while it
+    waits is replaced at the call, which runs normally."""
+    with get_sandbox("bwrap", LIMITS) as sandbox:
+        assert sandbox.run("1", str(repo)).value == "1"
+        assert sandbox._proc is not None
+        deadline = time.monotonic() + 30
+        while True:  # until the last call's leader has exited (a zombie until the next call)
+            tree = _descendants(sandbox._proc.pid)
+            leaders = _leaders(tree)
+            exited = [p for p in _leaders(tree, live=False) if tree[p][2] == "Z"]
+            if (len(leaders) == 1 and exited) or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert len(leaders) == 1 and exited, tree
+        os.kill(leaders[0], 9)  # the one forked ahead
+        for _ in range(3):
+            res = sandbox.run("import pandas as pd; int(pd.read_csv('x.csv').a.sum())", str(repo))
+            assert res.value == "9" and res.error is None, res

@@ -8,20 +8,28 @@ imports ``isg_gym``: its memory holds no generator, seed or answer. Four kinds o
   before it reads anything, it forks
 - the *zygote*, which pre-imports the libraries (``preload`` in the config; numpy and pandas by
   default) and then only ever receives four pipe descriptors per call over a socket (never code,
-  never output). For each call it forks
+  never output). For each call it forks, ahead of the call (when it hands the previous call
+  to its leader, so that no fork is on a call's path)
 - a *call leader*, which, when the config asks for ``call_namespaces``, enters a new user, mount,
   IPC and PID namespace (a fresh size-capped tmpfs at the scratch path and at ``/dev/shm``, no
   SysV/POSIX IPC objects of earlier calls, pid 1 of its own pid namespace) and forks
-- the *child*: a new session, rlimits, no capabilities, ``PR_SET_NO_NEW_PRIVS`` and a seccomp
-  filter, then it reads its own cell from a fresh pipe and runs it.
+- the *child*, which waits for the call's four descriptors (passed on by the zygote and the
+  leader when the call comes); then a new session, rlimits, no capabilities,
+  ``PR_SET_NO_NEW_PRIVS`` and a seccomp filter, then it reads its own cell from a fresh pipe and
+  runs it.
 
-Every child is thus a copy of the zygote's image, which never held a request or a reply. The
-leader reports the child's pid and exit status to the supervisor, which enforces the wall-clock
-limit (SIGKILL), caps what it reads from each pipe while reading (never buffering beyond the cap)
-and has an address-space limit of its own. Without call namespaces (no user namespaces; backends
-other than bubblewrap) the supervisor empties the scratch directory before and after each call
-with an iterative, permission-fixing removal bounded in time; a wipe that does not finish marks
-the worker unclean (``"clean": false`` in the reply) and the parent replaces it.
+Every child is thus a copy of the zygote's image, which never held a request or a reply, and
+serves exactly one call: a leader and child forked ahead hold nothing of any call until theirs
+comes, and a leader forked ahead that died is reported as a worker fault. The leader reports the
+child's pid and exit status to the supervisor, which enforces the wall-clock limit (SIGKILL),
+caps what it reads from each pipe while reading (never buffering beyond the cap) and has an
+address-space limit of its own. With call namespaces, a child that wrote its whole result and
+closed its streams is answered for at once; its exit status (the teardown of a forked image
+takes milliseconds) is awaited, under that call's deadline, before the next call starts. Without
+call namespaces (no user namespaces; backends other than bubblewrap) the supervisor waits for
+every exit and empties the scratch directory before and after each call with an iterative,
+permission-fixing removal bounded in time; a wipe that does not finish marks the worker unclean
+(``"clean": false`` in the reply) and the parent replaces it.
 
 Protocol on the inherited stdin/stdout pipes: each message is a 4-byte big-endian length followed
 by that many bytes of UTF-8 JSON. Requests are ``{"code": str}`` (or ``{"op": "ping"}``); the
@@ -58,6 +66,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 CELL = "<cell>"
@@ -386,12 +395,26 @@ def track_opened_files(root: str) -> set[str]:
     return opened
 
 
-def child_main(cfg: dict[str, Any], fds: list[int], baseline_as: int) -> None:
-    """Runs in the call's child (forked by the call leader from the zygote's image); reads its
-    own cell from ``fds[0]`` and never returns."""
+def _recv_call_fds(chan: socket.socket) -> list[int]:
+    """The four descriptors of the call (code, stdout, stderr, result) from ``chan``; exits
+    quietly when the sender is gone (the worker is shutting down) or sends anything else."""
+    try:
+        msg, fds, _, _ = socket.recv_fds(chan, 64, 8)
+    except OSError:
+        os._exit(0)
+    if msg != b"run" or len(fds) != 4:
+        os._exit(0)
+    return fds
+
+
+def child_main(cfg: dict[str, Any], chan: socket.socket, baseline_as: int) -> None:
+    """Runs in the call's child (forked ahead by the call leader from the zygote's image): waits
+    for the call's descriptors on ``chan``, reads its own cell from the first, never returns."""
     try:
         os.setsid()
         _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        fds = _recv_call_fds(chan)
+        chan.close()
         # move the pipes out of the way first: any of them may sit on 0-4
         code_r, out_w, err_w, res_w = (fcntl.fcntl(fd, fcntl.F_DUPFD, 16) for fd in fds)
         devnull = os.open(os.devnull, os.O_RDONLY)
@@ -447,6 +470,9 @@ def child_main(cfg: dict[str, Any], fds: list[int], baseline_as: int) -> None:
         except BaseException:
             pass
         write_all(RESULT_FD, json.dumps(result).encode())
+        for fd in (1, 2, RESULT_FD):  # the supervisor need not wait for this image's teardown
+            with contextlib.suppress(OSError):
+                os.close(fd)
         os._exit(0)
     except BaseException:
         try:
@@ -508,18 +534,40 @@ def enter_call_namespaces(cfg: dict[str, Any]) -> None:
     _mount("tmpfs", proc, "tmpfs", MS_RDONLY | flags | MS_NOEXEC, "size=4k,mode=0555")
 
 
-def call_leader(cfg: dict[str, Any], sock: socket.socket, fds: list[int], baseline_as: int) -> None:
-    """Forked by the zygote for one call: enter the call's namespaces, fork the child, report
-    its pid and exit status to the supervisor over ``sock``; never returns."""
+def call_leader(
+    cfg: dict[str, Any], sock: socket.socket, go: socket.socket, baseline_as: int
+) -> None:
+    """Forked by the zygote ahead of one call: enter the call's namespaces and fork the child;
+    when the call's descriptors arrive on ``go``, hand them to the child, then report its pid
+    and exit status to the supervisor over ``sock`` (a failure to prepare, only then); never
+    returns."""
     try:
         _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        if cfg.get("call_namespaces"):
-            enter_call_namespaces(cfg)
-        pid = os.fork()
-        if pid == 0:
-            child_main(cfg, fds, baseline_as)
-        for fd in fds:
-            os.close(fd)
+        problem = None
+        try:
+            if cfg.get("call_namespaces"):
+                enter_call_namespaces(cfg)
+            to_child, chan = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            pid = os.fork()
+            if pid == 0:
+                go.close()
+                to_child.close()
+                child_main(cfg, chan, baseline_as)
+            chan.close()
+        except BaseException:
+            problem = traceback.format_exc()[-1500:]
+        fds = _recv_call_fds(go)
+        with contextlib.suppress(OSError):
+            go.send(b"taken")  # the zygote hands the call to another leader until it hears this
+        go.close()
+        if problem is not None:
+            raise RuntimeError(f"the call could not be prepared: {problem}")
+        try:
+            socket.send_fds(to_child, [b"run"], fds, socket.MSG_NOSIGNAL)
+        finally:
+            for fd in fds:
+                os.close(fd)
+            to_child.close()
         sock.send(json.dumps({"pid": pid}).encode())
         _, status = os.waitpid(pid, 0)
         sock.send(json.dumps({"status": status}).encode())
@@ -649,6 +697,7 @@ def zygote_main(cfg: dict[str, Any], sock: socket.socket) -> None:
         with contextlib.suppress(BaseException):
             sock.send(json.dumps({"ready": False, "error": traceback.format_exc()}).encode())
         os._exit(72)
+    ahead = fork_ahead(cfg, sock, baseline_as)
     while True:
         try:
             msg, fds, _, _ = socket.recv_fds(sock, 64, 8)
@@ -660,12 +709,51 @@ def zygote_main(cfg: dict[str, Any], sock: socket.socket) -> None:
             for fd in fds:
                 os.close(fd)
             continue
-        pid = os.fork()
-        if pid == 0:
-            call_leader(cfg, sock, fds, baseline_as)
-        for fd in fds:
-            os.close(fd)
-        os.waitpid(pid, 0)
+        try:
+            if not hand_over(ahead, fds):  # the leader forked ahead is gone (killed)
+                ahead = fork_ahead(cfg, sock, baseline_as)
+                if not hand_over(ahead, fds):
+                    with contextlib.suppress(OSError):
+                        error = "no call leader could take the call"
+                        sock.send(json.dumps({"leader_error": error}).encode())
+        finally:
+            for fd in fds:
+                os.close(fd)
+        ahead = fork_ahead(cfg, sock, baseline_as)  # while this call runs
+        with contextlib.suppress(ChildProcessError):
+            while os.waitpid(-1, os.WNOHANG)[0] > 0:  # leaders of finished calls
+                pass
+
+
+def fork_ahead(
+    cfg: dict[str, Any], sock: socket.socket, baseline_as: int
+) -> tuple[int, socket.socket]:
+    """Fork the next call's leader (which forks its child) before the call comes: its pid and
+    the socket that will carry the call's descriptors to it."""
+    go, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    pid = os.fork()
+    if pid == 0:
+        go.close()
+        call_leader(cfg, sock, theirs, baseline_as)
+    theirs.close()
+    return pid, go
+
+
+def hand_over(ahead: tuple[int, socket.socket], fds: list[int]) -> bool:
+    """Pass the call's descriptors to the leader forked ahead; True once it says it took them
+    (a leader that is gone, or silent for 30 s and then killed, took nothing)."""
+    pid, go = ahead
+    try:
+        socket.send_fds(go, [b"run"], fds, socket.MSG_NOSIGNAL)
+        go.settimeout(30.0)
+        if go.recv(16) == b"taken":
+            return True
+    except OSError:
+        pass
+    finally:
+        go.close()
+    _kill(pid)
+    return False
 
 
 # --- the supervisor ------------------------------------------------------------------------
@@ -809,8 +897,52 @@ def _clock_fd(cfg: dict[str, Any]) -> int | None:
     return fd
 
 
+@dataclass
+class _Exiting:
+    """A call whose child delivered its whole result and closed its streams, replied to before
+    its exit status came (tearing down a forked image takes milliseconds). The status is awaited,
+    under the call's own deadline, before the next call starts."""
+
+    pid: int
+    deadline: float
+    credit: _Credit
+
+
+_exiting: list[_Exiting] = []  # at most one: the supervisor runs one call at a time
+
+
+def _await_status(
+    sock: socket.socket, pid: int, deadline: float, credit: _Credit
+) -> tuple[int, bool]:
+    """The call leader's report of its child's exit status, and whether the child had to be
+    killed at ``deadline`` (moved by the clock credit) first."""
+    timed_out = False
+    while True:
+        deadline += credit.take()
+        remaining = deadline - time.monotonic()
+        try:
+            msg = _recv_msg(sock, remaining if remaining > 0 else 5.0)
+        except WorkerFault:
+            if remaining > 0:
+                timed_out = True
+                _kill(pid)
+                continue
+            raise
+        if "status" not in msg:
+            raise WorkerFault(f"unexpected message from the call leader: {str(msg)[:200]}")
+        return int(msg["status"]), timed_out
+
+
+def finish_previous(sock: socket.socket) -> None:
+    """Wait for the exit of the previous call's child (see :class:`_Exiting`)."""
+    while _exiting:
+        call = _exiting.pop()
+        _await_status(sock, call.pid, call.deadline, call.credit)
+
+
 def run_call(code: str, cfg: dict[str, Any], sock: socket.socket) -> dict[str, Any]:
     """Have the zygote fork one child for ``code``, supervise it, and return the response."""
+    finish_previous(sock)
     limits = cfg["limits"]
     cap = int(limits["output_chars"])
     keep = cap * 4 + 16
@@ -897,21 +1029,14 @@ def run_call(code: str, cfg: dict[str, Any], sock: socket.socket) -> dict[str, A
                 os.close(code_w)
         if timed_out or flooded or oversized:
             _kill(pid)
-        # the streams are closed; wait for the exit status (kill at the deadline)
-        while status is None:
-            deadline += credit.take()
-            remaining = deadline - time.monotonic()
-            try:
-                msg = _recv_msg(sock, remaining if remaining > 0 else 5.0)
-            except WorkerFault:
-                if remaining > 0:
-                    timed_out = True
-                    _kill(pid)
-                    continue
-                raise
-            if "status" not in msg:
-                raise WorkerFault(f"unexpected message from the call leader: {str(msg)[:200]}")
-            status = int(msg["status"])
+        elif per_call and _complete_result(bufs[res_r]):
+            # every stream is closed and the result is whole: the child has nothing more to
+            # say (its own scratch dies with its namespaces); its exit is awaited later
+            _exiting.append(_Exiting(pid, deadline, credit))
+            status = 0
+        if status is None:  # wait for the exit status (kill at the deadline)
+            status, late = _await_status(sock, pid, deadline, credit)
+            timed_out = timed_out or late
     finally:
         for fd in readers:
             os.close(fd)
@@ -955,6 +1080,14 @@ def run_call(code: str, cfg: dict[str, Any], sock: socket.socket) -> dict[str, A
         "clean": clean,
         "worker_fault": False,
     }
+
+
+def _complete_result(data: bytearray) -> bool:
+    """Whether ``data`` is a whole result as the child writes it (a JSON object)."""
+    try:
+        return isinstance(json.loads(bytes(data)), dict)
+    except ValueError:
+        return False
 
 
 def _str_list(value: Any) -> list[str]:
