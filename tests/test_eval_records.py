@@ -228,3 +228,28 @@ def test_transcripts_are_capped_in_records() -> None:
     assert len(out[1]["tool_calls"]) == MAX_LIST_ITEMS + 1
     assert out[1]["tool_calls"][-1] == f"[{3000 - MAX_LIST_ITEMS} more items cut]"
     assert out[2] == messages[2]
+
+
+class _OneStepEnv:
+    """Ends the episode at the first step."""
+
+    def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        return "done", 1.0, True, False, {}
+
+
+def test_wall_time_ends_when_the_episode_ends_not_when_it_is_recorded() -> None:
+    """Records are written in submission order; an episode that ended while an earlier one was
+    still running must not be charged the wait."""
+    from isg_gym.eval.records import build_record
+
+    episode = EpisodeState(0, "0.count_files.0", _OneStepEnv(), "obs", {})
+    episode.step("final answer")
+    assert episode.done and episode.ended is not None
+    episode.started = episode.ended - 0.25
+    record = build_record(episode)
+    assert record["wall_s"] == 0.25
+    failed = EpisodeState(1, "0.count_files.1", _OneStepEnv(), "obs", {})
+    failed.fail("policy", "boom")
+    assert failed.ended is not None
+    failed.started = failed.ended - 0.5
+    assert build_record(failed)["wall_s"] == 0.5

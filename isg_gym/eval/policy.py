@@ -54,6 +54,7 @@ class EpisodeState:
     error: str | None = None  # a backend, sandbox or policy failure that ended the episode
     error_kind: str | None = None  # "backend" | "sandbox" | "policy" | "model" with error
     started: float = field(default_factory=time.perf_counter)
+    ended: float | None = None  # when it ended (its record may be written later)
     memory: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -83,12 +84,16 @@ class EpisodeState:
         )
         if info.get("infra_error"):  # the environment failed: not an answer, ends the episode
             self.fail("sandbox", str(info["infra_error"]))
+        if self.done and self.ended is None:
+            self.ended = time.perf_counter()
         return observation, reward, terminated, truncated, info
 
     def fail(self, kind: str, message: str) -> None:
         """End the episode with an infrastructure or policy failure (the first one counts)."""
         if self.error is None:
             self.error, self.error_kind = message, kind
+        if self.ended is None:
+            self.ended = time.perf_counter()
 
 
 @dataclass

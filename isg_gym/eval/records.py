@@ -120,7 +120,7 @@ def build_record(
         "prompt_tokens": episode.prompt_tokens,
         "completion_tokens": episode.completion_tokens,
         "model_calls": episode.model_calls,
-        "wall_s": round(time.perf_counter() - episode.started, 4),
+        "wall_s": round((episode.ended or time.perf_counter()) - episode.started, 4),
         "error": episode.error,
         "episode_metrics": _metrics(final.get("episode_metrics")),
         "transcript": capped_transcript(episode.messages),

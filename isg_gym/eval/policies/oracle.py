@@ -12,11 +12,13 @@ question cannot be answered. The gold answer and answerability in the info are n
 
 from __future__ import annotations
 
+import ast
 import inspect
 import json
 import math
 import os
 import re
+import textwrap
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -370,9 +372,31 @@ SANDBOX_SOLVERS = {
     "count_missing": sb_count_missing,
     "effect_direction": sb_effect_direction,  # opt-in type
 }
+_SANDBOX_FUNCTIONS = {fn.__name__: fn for fn in (*SANDBOX_HELPERS, *SANDBOX_SOLVERS.values())}
 SANDBOX_SOURCE = SANDBOX_HEADER + "\n\n".join(
-    inspect.getsource(fn) for fn in (*SANDBOX_HELPERS, *SANDBOX_SOLVERS.values())
+    inspect.getsource(fn) for fn in _SANDBOX_FUNCTIONS.values()
 )
+
+
+def _uses(name: str) -> list[str]:
+    """The ``sb_*`` functions that ``name`` calls, directly or not, and itself, in source order."""
+    needed, todo = {name}, [name]
+    while todo:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(_SANDBOX_FUNCTIONS[todo.pop()])))
+        for node in ast.walk(tree):
+            called = node.id if isinstance(node, ast.Name) else None
+            if called in _SANDBOX_FUNCTIONS and called not in needed:
+                needed.add(called)
+                todo.append(called)
+    return [n for n in _SANDBOX_FUNCTIONS if n in needed]
+
+
+# per question type: the header and only the functions its solver needs (a smaller cell)
+SOLVER_SOURCES = {
+    qtype: SANDBOX_HEADER
+    + "\n\n".join(inspect.getsource(_SANDBOX_FUNCTIONS[n]) for n in _uses(fn.__name__))
+    for qtype, fn in SANDBOX_SOLVERS.items()
+}
 RESULT_MARK = "@@RESULT@@"
 
 # --- the repository layout (what the README documents) --------------------------------------
@@ -436,7 +460,7 @@ def solver_code(task: Task) -> str:
     """The sandbox program that prints the type's result as one marked JSON line."""
     solver = SANDBOX_SOLVERS[task.type].__name__
     return (
-        f"{SANDBOX_SOURCE}\n\nPARAMS = json.loads({json.dumps(task.params)!r})\n"
+        f"{SOLVER_SOURCES[task.type]}\n\nPARAMS = json.loads({json.dumps(task.params)!r})\n"
         f"LAYOUT = json.loads({json.dumps(list(task.layout))!r})\n"
         f"print({RESULT_MARK!r} + json.dumps({solver}(PARAMS, LAYOUT)))\n"
     )
