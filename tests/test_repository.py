@@ -196,3 +196,15 @@ def test_paths_rendered_column_by_column_match_one_by_one(repos):
         renderer = PathRenderer(repo.spec)
         codes = repo.index.codes
         assert renderer.render_all(codes) == [renderer.render(row) for row in codes.tolist()]
+
+
+@pytest.mark.parametrize("seed", [7_001_521, 368_611_097])
+def test_seeds_that_demoted_below_the_minimum_column_count_build(seed: int) -> None:
+    """About 1 seed in 10,000 demoted so many unused variables that its Spec had 6 columns and
+    failed validation at reset; demoted variables are now recorded again up to the minimum."""
+    from isg_gym.simulator.procedural import MIN_COLUMNS, build_spec
+
+    spec = build_spec(seed)
+    assert len(spec.columns) == MIN_COLUMNS
+    repo = Repository(spec)
+    assert repo.data_files and repo.table(repo.data_files[0]).shape[1] == MIN_COLUMNS

@@ -50,7 +50,7 @@ from isg_gym.spec.models import (
 )
 
 RESEARCHER_FORMATS = ("{f}{last}", "{F}{Last}", "{last}{f}", "{f}.{last}", "{Last}")
-MAX_COLUMNS = 19  # Spec.columns' limit
+MIN_COLUMNS, MAX_COLUMNS = 7, 19  # Spec.columns' limits
 # Which described variables are recorded varies by repository (spec v2), so that a variable's
 # name does not tell whether a repository records it: each confounder or planned variable of
 # the archetype is recorded as a column with this probability, each independent variable the
@@ -291,6 +291,14 @@ def _recorded_split(
     if not confounders and not planned:  # every repository describes something unrecorded
         back = promoted.pop(int(rng.integers(len(promoted))))
         (confounders if back.name in {v.name for v in arch.confounders} else planned).append(back)
+    # Too few columns left (about 1 seed in 10,000): demoted variables are recorded again, in
+    # their order, until the Spec has its minimum (no draw: every other seed is unchanged).
+    short = MIN_COLUMNS - (n_fixed + len(kept) + len(promoted) + len(deps))
+    back_again = {d.name for d in demoted[: max(short, 0)]}
+    if back_again:
+        still_demoted = {d.name for d in demoted} - back_again
+        kept = [v for v in independents if v.name not in still_demoted]
+        planned = [v for v in planned if v.name not in back_again]
     return kept, promoted, confounders, planned
 
 
