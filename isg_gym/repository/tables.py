@@ -8,7 +8,10 @@ shortest round-trip text of each value is what every serialiser writes and panda
 
 Everything that depends on the Spec alone (compiled expressions, category CDFs, the timestamp
 plan, which columns get missing values, the sort key) is prepared once per generator, so a file
-costs its random draws and little else.
+costs its random draws and little else. Two kinds of column are finished only when first read
+(most questions read two or three columns of a file): identifier and timestamp text, and
+dependent columns, whose noise is drawn in table order but whose expression is evaluated later,
+on the same inputs, so the values are those of an eager evaluation.
 """
 
 from __future__ import annotations
@@ -69,20 +72,69 @@ def _continuous(col: ContinuousColumn) -> Drawer:
     return draw
 
 
-def _dependent(col: DependentColumn, expr: Expression) -> Drawer:
-    noise_sd, clip, decimals = col.noise_sd, col.clip, col.decimals
-    numeric = expr.kind == "numeric"
+class _Dependent:
+    """A dependent column: its noise is drawn in table order, its values computed from the
+    expression's inputs whenever asked (see :class:`_Later`)."""
 
-    def draw(rng: np.random.Generator, n: int, scope: dict) -> np.ndarray:
-        noise = rng.normal(0.0, noise_sd, n) if noise_sd > 0 else None
-        x = expr.evaluate(scope, n, noise)
-        if numeric:
-            if clip is not None:
-                x = np.clip(x, clip[0], clip[1])
-            x = x.round(decimals) + 0.0
+    def __init__(self, col: DependentColumn, expr: Expression) -> None:
+        self.noise_sd, self.clip, self.decimals = col.noise_sd, col.clip, col.decimals
+        self.numeric = expr.kind == "numeric"
+        self.expr = expr
+
+    def noise(self, rng: np.random.Generator, n: int) -> np.ndarray | None:
+        return rng.normal(0.0, self.noise_sd, n) if self.noise_sd > 0 else None
+
+    def values(self, scope: Mapping[str, object], n: int, noise: np.ndarray | None) -> np.ndarray:
+        x = self.expr.evaluate(scope, n, noise)
+        if self.numeric:
+            if self.clip is not None:
+                x = np.clip(x, self.clip[0], self.clip[1])
+            x = x.round(self.decimals) + 0.0
         return x
 
-    return draw
+
+class _Later:
+    """A dependent column of one table not computed yet: its drawer, its noise and the table's
+    scope (path values and the columns drawn before it; inputs that are themselves ``_Later``
+    are computed first), then the missing-value mask and the row order to apply when served."""
+
+    __slots__ = ("_values", "drawer", "mask", "n", "noise", "order", "scope")
+
+    def __init__(self, drawer: _Dependent, noise: np.ndarray | None, scope: dict, n: int) -> None:
+        self.drawer, self.noise, self.scope, self.n = drawer, noise, scope, n
+        self.mask: np.ndarray | None = None
+        self.order: np.ndarray | None = None
+        self._values: np.ndarray | None = None
+
+    def values(self) -> np.ndarray:
+        """The values before missing values and sorting (what later expressions read)."""
+        if self._values is None:
+            env = {}
+            for name in self.drawer.expr.names:
+                if name in self.scope:
+                    v = self.scope[name]
+                    env[name] = v.values() if isinstance(v, _Later) else v
+            self._values = self.drawer.values(env, self.n, self.noise)
+        return self._values
+
+    def masked(self) -> np.ndarray:
+        """The values with the missing-value mask applied (before sorting)."""
+        x = self.values()
+        return x if self.mask is None else _with_missing(x, self.mask)
+
+    def served(self) -> np.ndarray:
+        x = self.masked()
+        return x if self.order is None else x[self.order]
+
+
+def _with_missing(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """``x`` with missing values where ``mask``: None in text columns, NaN in numeric ones
+    (whose integers then become floats)."""
+    if x.dtype == object:
+        x = x.copy()
+        x[mask] = None
+        return x
+    return np.where(mask, np.nan, x)
 
 
 class _Identifiers:
@@ -152,7 +204,7 @@ class Columns(Mapping[str, np.ndarray]):
     columns are formatted from their integers the first time they are read: most questions
     never read them, and formatting them is a large part of a file's cost."""
 
-    def __init__(self, arrays: dict[str, np.ndarray | _Text], rows: int) -> None:
+    def __init__(self, arrays: dict[str, np.ndarray | _Text | _Later], rows: int) -> None:
         self._arrays = arrays
         self.rows = rows
         for x in arrays.values():
@@ -161,8 +213,8 @@ class Columns(Mapping[str, np.ndarray]):
 
     def __getitem__(self, name: str) -> np.ndarray:
         x = self._arrays[name]
-        if isinstance(x, _Text):
-            x = x.text()
+        if isinstance(x, _Text | _Later):
+            x = x.text() if isinstance(x, _Text) else x.served()
             x.setflags(write=False)
             self._arrays[name] = x
         return x
@@ -190,7 +242,7 @@ class TableGenerator:
         }
         self._path_kinds = {p.name: p.expression_kind for p in spec.path_variables}
         date_variable = next((p.name for p in spec.path_variables if p.kind == "date"), None)
-        self._draws: list[tuple[str, Drawer | _Numbered]] = [
+        self._draws: list[tuple[str, Drawer | _Numbered | _Dependent]] = [
             (col.name, self._drawer(col, date_variable)) for col in spec.columns
         ]
         self._missing = [(c.name, c.missing_rate) for c in spec.columns if c.missing_rate > 0]
@@ -209,7 +261,7 @@ class TableGenerator:
             isinstance(sort_col, IdentifierColumn | DatetimeColumn) and not sort_col.missing_rate
         )
 
-    def _drawer(self, col: Column, date_variable: str | None) -> Drawer | _Numbered:
+    def _drawer(self, col: Column, date_variable: str | None) -> Drawer | _Numbered | _Dependent:
         match col:
             case IdentifierColumn():
                 return _Identifiers(col)
@@ -222,7 +274,7 @@ class TableGenerator:
             case ContinuousColumn():
                 return _continuous(col)
             case DependentColumn():
-                return _dependent(col, self.expressions[col.name])
+                return _Dependent(col, self.expressions[col.name])
         raise TypeError(f"unknown column type {type(col).__name__}")
 
     def clean_columns(self, path: str, values: Mapping[str, str]) -> dict[str, np.ndarray]:
@@ -232,10 +284,10 @@ class TableGenerator:
 
     def _draw(
         self, path: str, values: Mapping[str, str]
-    ) -> tuple[dict[str, np.ndarray | _Text], np.random.Generator, np.ndarray | None, int]:
-        """The columns (text columns not formatted yet), the file's generator (positioned after
-        them), the sort key of a table sorted by an identifier or timestamp column (its
-        integers) and the number of rows."""
+    ) -> tuple[dict[str, np.ndarray | _Text | _Later], np.random.Generator, np.ndarray | None, int]:
+        """The columns (text columns not formatted yet, dependent columns not computed yet),
+        the file's generator (positioned after them), the sort key of a table sorted by an
+        identifier or timestamp column (its integers) and the number of rows."""
         spec = self.spec
         rng = derive(spec.seed, "file", path, spec.spec_version)
         n = int(rng.integers(MIN_ROWS, MAX_ROWS + 1))
@@ -248,7 +300,7 @@ class TableGenerator:
                 scope[name] = float(value)
             elif kind == "categorical":
                 scope[name] = value
-        cols: dict[str, np.ndarray | _Text] = {}
+        cols: dict[str, np.ndarray | _Text | _Later] = {}
         key = None
         for name, drawer in self._draws:
             if isinstance(drawer, _Numbered):
@@ -259,6 +311,8 @@ class TableGenerator:
                     cols[name] = _Text(drawer, numbers)
                     continue
                 x = drawer.text(numbers)
+            elif isinstance(drawer, _Dependent):
+                x = _Later(drawer, drawer.noise(rng, n), scope, n)
             else:
                 x = drawer(rng, n, scope)
             cols[name] = scope[name] = x
@@ -271,16 +325,25 @@ class TableGenerator:
         for name, rate in self._missing:
             mask = rng.random(n) < rate
             x = cols[name]
-            if x.dtype == object:
-                x = x.copy()
-                x[mask] = None
-            else:  # integers become floats (NaN is a float)
-                x = np.where(mask, np.nan, x)
-            cols[name] = x
+            if isinstance(x, _Later):
+                x.mask = mask
+            else:
+                cols[name] = _with_missing(x, mask)  # type: ignore[arg-type]
         if self._sort_by is not None:
-            order = np.argsort(key if key is not None else cols[self._sort_by], kind="stable")
-            cols = {k: v.take(order) if isinstance(v, _Text) else v[order] for k, v in cols.items()}
+            by = cols[self._sort_by]
+            by = by.masked() if isinstance(by, _Later) else by
+            order = np.argsort(key if key is not None else by, kind="stable")
+            cols = {k: self._sorted(v, order) for k, v in cols.items()}
         return Columns(cols, n)
+
+    @staticmethod
+    def _sorted(x: np.ndarray | _Text | _Later, order: np.ndarray) -> np.ndarray | _Text | _Later:
+        if isinstance(x, _Text):
+            return x.take(order)
+        if isinstance(x, _Later):
+            x.order = order
+            return x
+        return x[order]
 
     def table(self, path: str, values: Mapping[str, str]) -> pd.DataFrame:
         """The file's table as served (missing values applied, rows sorted)."""
