@@ -30,6 +30,7 @@ from scipy import stats
 from isg_gym.eval.policy import EpisodeState, PerEpisodePolicy, Turn, calls_message
 from isg_gym.numbers import format_sig
 from isg_gym.simulator.procedural import build_spec
+from isg_gym.syntax import parse
 
 # --- code that runs in the sandbox (sent as source; cwd is the repository at /data) ----------
 
@@ -382,7 +383,7 @@ def _uses(name: str) -> list[str]:
     """The ``sb_*`` functions that ``name`` calls, directly or not, and itself, in source order."""
     needed, todo = {name}, [name]
     while todo:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(_SANDBOX_FUNCTIONS[todo.pop()])))
+        tree = parse(textwrap.dedent(inspect.getsource(_SANDBOX_FUNCTIONS[todo.pop()])))
         for node in ast.walk(tree):
             called = node.id if isinstance(node, ast.Name) else None
             if called in _SANDBOX_FUNCTIONS and called not in needed:
