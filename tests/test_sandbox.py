@@ -396,3 +396,48 @@ def test_a_killed_leader_forked_ahead_is_replaced(repo: Path) -> None:
         for _ in range(3):
             res = sandbox.run("import pandas as pd; int(pd.read_csv('x.csv').a.sum())", str(repo))
             assert res.value == "9" and res.error is None, res
+
+
+SMAPS = """\
+55d0c0a00000-55d0c3000000 rw-p 00000000 00:00 0                          [heap]
+Size:              38912 kB
+Rss:               37000 kB
+7f0000000000-7f0040000000 rw-p 00000000 00:00 0
+Size:            1048576 kB
+Rss:                 512 kB
+7f1000000000-7f1000800000 r--p 00000000 08:01 123                        /usr/lib/libx.so
+Size:               8192 kB
+Rss:                8192 kB
+7f2000000000-7f2000400000 rw-p 00000000 00:00 0
+Size:               4096 kB
+Rss:                4096 kB
+"""
+
+
+def test_the_zygote_collapses_only_resident_anonymous_memory() -> None:
+    """The zygote backs its heap with huge pages (fewer page-table entries to copy per fork):
+    only writable anonymous mappings, and only those mostly resident (a sparse reservation
+    would be filled)."""
+    from isg_gym.tools.sandbox import _worker_module
+
+    worker = _worker_module()
+    mappings = worker._anonymous_mappings(SMAPS)
+    assert [(hex(low), name, rss) for low, _, name, rss in mappings] == [
+        ("0x55d0c0a00000", "[heap]", 37000 * 1024),
+        ("0x7f0000000000", "", 512 * 1024),
+        ("0x7f2000000000", "", 4096 * 1024),
+    ]
+    calls: list[tuple[int, int, int]] = []
+    collapsed = worker.collapse_mappings(SMAPS, lambda a, n, advice: calls.append((a, n, advice)))
+    # the heap (aligned to 2 MiB) and the 4 MiB mapping; never the 1 GiB reservation
+    assert [(hex(a), n >> 20) for a, n, _ in calls] == [("0x55d0c0a00000", 38),
+                                                        ("0x7f2000000000", 4)]  # fmt: skip
+    assert {advice for *_, advice in calls} == {worker.MADV_COLLAPSE}
+    assert collapsed == 0  # this madvise refused (returned None): nothing counted
+    assert worker.collapse_mappings(SMAPS, lambda a, n, advice: 0) == 42
+
+
+@needs_bwrap
+def test_worker_reports_its_huge_pages(sb, repo: Path) -> None:
+    assert run(sb, "1", repo).value == "1"
+    assert isinstance(sb.worker_info.get("huge_pages_mb"), int)

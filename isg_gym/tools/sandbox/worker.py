@@ -666,10 +666,62 @@ def preload(names: list[str]) -> None:
         np.linalg.norm(np.ones(3))
 
 
+MADV_COLLAPSE = 25
+_HUGE = 2 << 20
+
+
+def collapse_to_huge_pages(proc_dir: str) -> int:
+    """Back the zygote's anonymous memory (the heap the imports filled) with transparent huge
+    pages where the kernel can (``MADV_COLLAPSE``, Linux 6.1+): every call forks this image
+    twice, and a fork copies one page-table entry per 4 KiB page but one per 2 MiB huge page
+    (a child's first write to a shared huge page still copies 4 KiB). Only mappings at least
+    half resident are collapsed (a sparse reservation is never filled). Best effort: returns
+    the MiB collapsed, 0 where the maps cannot be read or the kernel refuses."""
+    try:
+        with open(f"{proc_dir}/self/smaps") as fh:
+            text = fh.read()
+    except OSError:
+        return 0
+    _LIBC.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    return collapse_mappings(text, _LIBC.madvise)
+
+
+def collapse_mappings(smaps: str, madvise: Callable[[int, int, int], int]) -> int:
+    """``madvise(start, length, MADV_COLLAPSE)`` over the 2 MiB-aligned part of each mostly
+    resident writable anonymous mapping of ``smaps``; the MiB it accepted."""
+    collapsed = 0
+    for low, high, _name, rss in _anonymous_mappings(smaps):
+        start, end = (low + _HUGE - 1) & ~(_HUGE - 1), high & ~(_HUGE - 1)
+        if end - start < _HUGE or rss * 2 < end - start:
+            continue
+        if madvise(start, end - start, MADV_COLLAPSE) == 0:
+            collapsed += (end - start) >> 20
+    return collapsed
+
+
+def _anonymous_mappings(smaps: str) -> list[tuple[int, int, str, int]]:
+    """(start, end, name, resident bytes) of the writable anonymous mappings in ``smaps``."""
+    out: list[tuple[int, int, str, int]] = []
+    current: list[Any] | None = None
+    for line in smaps.splitlines():
+        fields = line.split()
+        if fields and "-" in fields[0] and len(fields) >= 5:  # a mapping's header
+            name = fields[5] if len(fields) > 5 else ""
+            anonymous = fields[1].startswith("rw") and name in ("", "[heap]")
+            low, high = (int(x, 16) for x in fields[0].split("-"))
+            current = [low, high, name, 0] if anonymous else None
+            if current is not None:
+                out.append(current)  # type: ignore[arg-type]
+        elif current is not None and fields[:1] == ["Rss:"]:
+            current[3] = int(fields[1]) * 1024
+    return [tuple(m) for m in out]  # type: ignore[misc]
+
+
 def zygote_main(cfg: dict[str, Any], sock: socket.socket) -> None:
     """The clean image every call's child is forked from; never returns."""
     try:
         preload(list(cfg.get("preload", DEFAULT_PRELOAD)))
+        huge_mb = collapse_to_huge_pages(cfg.get("proc_dir") or "/proc")
         _prctl(PR_SET_DUMPABLE, 0)  # siblings cannot open our /proc/<pid>/mem or ptrace us
         seccomp_problem = _probe_seccomp() if cfg["seccomp"] else "disabled by configuration"
         if seccomp_problem and cfg["seccomp"]:
@@ -689,6 +741,7 @@ def zygote_main(cfg: dict[str, Any], sock: socket.socket) -> None:
             "call_namespaces": bool(cfg.get("call_namespaces")),
             "call_namespaces_problem": ns_problem,
             "baseline_mb": baseline_as >> 20,
+            "huge_pages_mb": huge_mb,
             "preload": sorted(cfg.get("preload", DEFAULT_PRELOAD)),
             "uid": os.getuid(),
         }
