@@ -675,8 +675,9 @@ def collapse_to_huge_pages(proc_dir: str) -> int:
     pages where the kernel can (``MADV_COLLAPSE``, Linux 6.1+): every call forks this image
     twice, and a fork copies one page-table entry per 4 KiB page but one per 2 MiB huge page
     (a child's first write to a shared huge page still copies 4 KiB). Only mappings at least
-    half resident are collapsed (a sparse reservation is never filled). Best effort: returns
-    the MiB collapsed, 0 where the maps cannot be read or the kernel refuses."""
+    7/8 resident are collapsed (collapsing fills the rest: a sparse one is never touched).
+    Best effort: returns the MiB collapsed, 0 where the maps cannot be read or the kernel
+    refuses."""
     try:
         with open(f"{proc_dir}/self/smaps") as fh:
             text = fh.read()
@@ -687,12 +688,12 @@ def collapse_to_huge_pages(proc_dir: str) -> int:
 
 
 def collapse_mappings(smaps: str, madvise: Callable[[int, int, int], int]) -> int:
-    """``madvise(start, length, MADV_COLLAPSE)`` over the 2 MiB-aligned part of each mostly
-    resident writable anonymous mapping of ``smaps``; the MiB it accepted."""
+    """``madvise(start, length, MADV_COLLAPSE)`` over the 2 MiB-aligned part of each writable
+    anonymous mapping of ``smaps`` at least 7/8 resident; the MiB it accepted."""
     collapsed = 0
     for low, high, _name, rss in _anonymous_mappings(smaps):
         start, end = (low + _HUGE - 1) & ~(_HUGE - 1), high & ~(_HUGE - 1)
-        if end - start < _HUGE or rss * 2 < end - start:
+        if end - start < _HUGE or rss * 8 < (end - start) * 7:
             continue
         if madvise(start, end - start, MADV_COLLAPSE) == 0:
             collapsed += (end - start) >> 20
