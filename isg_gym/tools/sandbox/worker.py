@@ -20,7 +20,7 @@ imports ``isg_gym``: its memory holds no generator, seed or answer. Four kinds o
 
 Every child is thus a copy of the zygote's image, which never held a request or a reply, and
 serves exactly one call: a leader and child forked ahead hold nothing of any call until theirs
-comes, and a leader forked ahead that died is reported as a worker fault. The leader reports the
+comes, and a leader forked ahead that is gone is replaced at the call. The leader reports the
 child's pid and exit status to the supervisor, which enforces the wall-clock limit (SIGKILL),
 caps what it reads from each pipe while reading (never buffering beyond the cap) and has an
 address-space limit of its own. With call namespaces, a child that wrote its whole result and
@@ -681,10 +681,10 @@ def collapse_to_huge_pages(proc_dir: str) -> int:
     try:
         with open(f"{proc_dir}/self/smaps") as fh:
             text = fh.read()
-    except OSError:
+        _LIBC.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        return collapse_mappings(text, _LIBC.madvise)
+    except (OSError, ValueError, AttributeError):  # never a reason not to start
         return 0
-    _LIBC.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-    return collapse_mappings(text, _LIBC.madvise)
 
 
 def collapse_mappings(smaps: str, madvise: Callable[[int, int, int], int]) -> int:
