@@ -17,34 +17,9 @@ import os
 import sys
 import time
 
+from env import _pss_kb, _status_kb, descendants  # benchmarks/env.py, this script's folder
+
 GOAL_MB = 250
-
-
-def _kb(pid: int, key: str, name: str = "status") -> int:
-    try:
-        text = open(f"/proc/{pid}/{name}").read()  # noqa: SIM115
-    except OSError:
-        return 0
-    return int(text.split(key + ":")[1].split()[0]) if key + ":" in text else 0
-
-
-def descendants(root: int) -> list[int]:
-    """Every process below ``root``."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = open(f"/proc/{entry}/stat").read()  # noqa: SIM115
-            except OSError:
-                continue
-            parent = int(stat[stat.rindex(")") + 2 :].split()[1])
-            children.setdefault(parent, []).append(int(entry))
-    out, frontier = [], [root]
-    while frontier:
-        for child in children.get(frontier.pop(), []):
-            out.append(child)
-            frontier.append(child)
-    return out
 
 
 def main() -> None:
@@ -58,8 +33,8 @@ def main() -> None:
     env.step([{"name": "run_python_code", "arguments": {"code": code}}])
     time.sleep(0.5)  # the call's child has exited; the next call's leader and child are forked
     me = os.getpid()
-    rss = {p: _kb(p, "VmRSS") / 1024 for p in [me, *descendants(me)]}
-    pss = {p: _kb(p, "Pss", "smaps_rollup") / 1024 for p in rss}
+    rss = {p: _status_kb(p, "VmRSS") / 1024 for p in [me, *descendants(me)]}
+    pss = {p: _pss_kb(p) / 1024 for p in rss}
     for pid in rss:
         try:
             with open(f"/proc/{pid}/comm") as fh:
