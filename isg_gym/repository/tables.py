@@ -109,11 +109,8 @@ class _Later:
     def values(self) -> np.ndarray:
         """The values before missing values and sorting (what later expressions read)."""
         if self._values is None:
-            env = {}
-            for name in self.drawer.expr.names:
-                if name in self.scope:
-                    v = self.scope[name]
-                    env[name] = v.values() if isinstance(v, _Later) else v
+            env = {name: self.scope[name] for name in self.drawer.expr.names}
+            env = {k: v.values() if isinstance(v, _Later) else v for k, v in env.items()}
             self._values = self.drawer.values(env, self.n, self.noise)
         return self._values
 

@@ -374,9 +374,6 @@ SANDBOX_SOLVERS = {
     "effect_direction": sb_effect_direction,  # opt-in type
 }
 _SANDBOX_FUNCTIONS = {fn.__name__: fn for fn in (*SANDBOX_HELPERS, *SANDBOX_SOLVERS.values())}
-SANDBOX_SOURCE = SANDBOX_HEADER + "\n\n".join(
-    inspect.getsource(fn) for fn in _SANDBOX_FUNCTIONS.values()
-)
 
 
 def _uses(name: str) -> list[str]:
