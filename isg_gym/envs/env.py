@@ -7,10 +7,6 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-# The pair-statistic questions need scipy.stats (about 1 s and 60 MB to import). isg_gym imports
-# it on first use; the env imports it up front, so that no reset pays for it.
-import scipy.stats  # noqa: F401
-
 from isg_gym.dataset import ANSWER_INSTRUCTIONS
 from isg_gym.envs import materialize
 from isg_gym.envs.tool_env import SEED_LIMIT, ToolEnv, ToolHandler, score_info

@@ -28,6 +28,7 @@ from itertools import permutations, product
 
 import numpy as np
 
+from isg_gym import stat_tests
 from isg_gym.qa.base import Context, Question, QuestionType, Reason, register
 from isg_gym.qa.conditions import (
     RowCondition,
@@ -190,29 +191,22 @@ def diagnose_values(roles: Roles, pair: Pair, x: np.ndarray, y: np.ndarray) -> R
 
 def compute(pair: Pair, rows: Used, correction: bool = False) -> tuple[float, float]:
     """(statistic, two-sided p-value) of the pair on answerable ``rows``."""
-    from scipy import stats  # ~60 MB and seconds to import: only once a statistic is needed
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if pair.stat == "welch_t":
             assert pair.groups is not None
             a, b = (rows.x[rows.y == g].astype(float) for g in pair.groups)
-            res = stats.ttest_ind(a, b, equal_var=False)
-            return float(res.statistic), float(res.pvalue)
+            return stat_tests.ttest_welch(a, b)
         if pair.stat == "chi_square":
-            res = stats.chi2_contingency(contingency(rows), correction)
-            return float(res.statistic), float(res.pvalue)
+            return stat_tests.chi2_contingency(contingency(rows), correction)
         x, y = rows.x.astype(float), rows.y.astype(float)
         match pair.stat:
             case "pearson":
-                res = stats.pearsonr(x, y)
-                return float(res.statistic), float(res.pvalue)
+                return stat_tests.pearsonr(x, y)
             case "spearman":
-                res = stats.spearmanr(x, y)
-                return float(res.statistic), float(res.pvalue)
+                return stat_tests.spearmanr(x, y)
             case "ols_slope":
-                res = stats.linregress(x, y)
-                return float(res.slope), float(res.pvalue)
+                return stat_tests.linregress(x, y)
     raise ValueError(pair.stat)
 
 
@@ -239,9 +233,7 @@ MAX_CHI_CELLS = 16  # chi-square pairs whose declared label grid is larger are n
 
 def min_expected(rows: Used) -> float:
     """The smallest expected count of the pair's contingency table under independence."""
-    from scipy.stats.contingency import expected_freq
-
-    return float(expected_freq(contingency(rows)).min())
+    return float(stat_tests.expected_freq(contingency(rows)).min())
 
 
 def robust(pair: Pair, rows: Used, min_rows: int = MIN_PAIRS) -> bool:

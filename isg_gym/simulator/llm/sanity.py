@@ -23,8 +23,8 @@ import math
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
+from isg_gym import stat_tests
 from isg_gym.repository import Repository
 from isg_gym.repository.tables import TableGenerator
 from isg_gym.simulator.llm.parse import StageError
@@ -78,14 +78,14 @@ def association(x: pd.Series, y: pd.Series) -> float:
         return 1.0
     with np.errstate(all="ignore"):
         if _numeric(x) and _numeric(y):
-            p = stats.spearmanr(x.to_numpy(float), y.to_numpy(float)).pvalue
+            p = stat_tests.spearmanr(x.to_numpy(float), y.to_numpy(float))[1]
         elif _numeric(x) or _numeric(y):
             values, labels = (x, y) if _numeric(x) else (y, x)
             groups = [g.to_numpy(float) for _, g in values.groupby(labels.astype(str)) if len(g)]
-            p = stats.kruskal(*groups).pvalue if len(groups) >= 2 else 1.0
+            p = stat_tests.kruskal(*groups)[1] if len(groups) >= 2 else 1.0
         else:
             table = pd.crosstab(x.astype(str), y.astype(str))
-            p = stats.chi2_contingency(table).pvalue if min(table.shape) >= 2 else 1.0
+            p = stat_tests.chi2_contingency(table.to_numpy())[1] if min(table.shape) >= 2 else 1.0
     return float(p) if math.isfinite(p) else 1.0
 
 
