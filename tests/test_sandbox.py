@@ -441,3 +441,27 @@ def test_the_zygote_collapses_only_resident_anonymous_memory() -> None:
 def test_worker_reports_its_huge_pages(sb, repo: Path) -> None:
     assert run(sb, "1", repo).value == "1"
     assert isinstance(sb.worker_info.get("huge_pages_mb"), int)
+
+
+@needs_bwrap
+def test_pandas_runs_without_pyarrow_whatever_is_installed(sb, repo: Path) -> None:
+    """An extra that installs pyarrow must not change what a cell prints (pandas would back its
+    strings with it) nor add its ~50 MB to the zygote: the sandbox makes pyarrow unimportable."""
+    code = (
+        "import sys, pandas as pd\n"
+        "loaded = 'pyarrow' in sys.modules\n"
+        "try:\n"
+        "    import pyarrow.compute\n"
+        "    outcome = 'imported'\n"
+        "except ModuleNotFoundError as e:\n"
+        "    outcome = str(e)\n"
+        "s = pd.Series(['a', 'b'], dtype='str')\n"
+        "(loaded, outcome, s.array.__class__.__name__, s.str.upper().tolist())"
+    )
+    res = run(sb, code, repo)
+    assert res.error is None, res.stderr
+    assert res.value == (
+        "(False, \"No module named 'pyarrow': the sandbox runs without pyarrow (pandas "
+        "uses its own string storage)\", 'StringArray', ['A', 'B'])"
+    ), res.value
+    assert sb.worker_info["without"] == ["pyarrow"]

@@ -3,8 +3,9 @@
 No in-process interpreter is a security boundary, so each call runs in a child process of a
 separate worker (``worker.py``, started by exec with a clean environment, never importing
 ``isg_gym``). The worker's supervisor (which talks to this process) forks, before it reads any
-request, a *zygote* that pre-imports numpy and pandas (scipy and openpyxl load on first use); each
-call's child is forked from the zygote's image, which never held a request or a reply, and reads
+request, a *zygote* that pre-imports numpy, pandas, openpyxl and scipy.stats (and makes pyarrow
+unimportable, so that what a cell prints does not depend on the extras installed); each call's
+child is forked from the zygote's image, which never held a request or a reply, and reads
 only its own cell from a fresh pipe. Each child gets a new session, rlimits, no capabilities,
 ``no_new_privs`` and a seccomp filter (no execve, no fork, no sockets, no ptrace, no mount, no
 SysV/POSIX IPC objects, no ``sysinfo``/``syslog``, signals only to itself). The supervisor caps
@@ -188,6 +189,8 @@ class Sandbox:
     # modules the zygote imports once (the rest load per call): scipy.stats alone is ~64 MB
     # resident and ~1 s to import, so it stays preloaded for the statistics questions
     preload: tuple[str, ...] = ("numpy", "pandas", "openpyxl", "scipy.stats")
+    # packages model code cannot import (worker.DEFAULT_WITHOUT says why)
+    without: tuple[str, ...] = ("pyarrow",)
 
     def __init__(
         self, limits: SandboxLimits | None = None, *, seccomp: bool = True, files: str | None = None
@@ -222,6 +225,7 @@ class Sandbox:
             "scratch": SCRATCH_DIR,
             "die_with_parent": True,
             "preload": list(self.preload),
+            "without": list(self.without),
         }
 
     def _cleanup(self) -> None:

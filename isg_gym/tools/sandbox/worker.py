@@ -6,10 +6,11 @@ imports ``isg_gym``: its memory holds no generator, seed or answer. Four kinds o
 - the *supervisor* (this script's first process) talks to the parent over stdin/stdout. It holds
   every request and reply, so it is never the ancestor of a call's child: right at start-up,
   before it reads anything, it forks
-- the *zygote*, which pre-imports the libraries (``preload`` in the config; numpy and pandas by
-  default) and then only ever receives four pipe descriptors per call over a socket (never code,
-  never output). For each call it forks, ahead of the call (when it hands the previous call
-  to its leader, so that no fork is on a call's path)
+- the *zygote*, which pre-imports the libraries (``preload`` in the config; numpy, pandas,
+  openpyxl and scipy.stats by default; the packages named in ``without``, pyarrow by default,
+  cannot be imported) and then only ever receives four pipe descriptors per call over a socket
+  (never code, never output). For each call it forks, ahead of the call (when it hands the
+  previous call to its leader, so that no fork is on a call's path)
 - a *call leader*, which, when the config asks for ``call_namespaces``, enters a new user, mount,
   IPC and PID namespace (a fresh size-capped tmpfs at the scratch path and at ``/dev/shm``, no
   SysV/POSIX IPC objects of earlier calls, pid 1 of its own pid namespace) and forks
@@ -65,7 +66,7 @@ import struct
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,6 +81,10 @@ SCRATCH_INODES = 20000  # files and directories a call's scratch tmpfs may hold
 SHM_BYTES = 64 << 20  # size of a call's /dev/shm tmpfs
 CLOCK_CREDIT_FACTOR = 4  # a call's wall limit grows by at most this many times itself
 DEFAULT_PRELOAD = ("numpy", "pandas", "openpyxl", "scipy.stats")
+# packages model code never imports (``without`` in the config): with pyarrow installed (an
+# extra pulls it in) pandas would load it (about 50 MB) and back its strings with it, so the
+# same cell would print differently on different installs
+DEFAULT_WITHOUT = ("pyarrow",)
 
 # --- seccomp -------------------------------------------------------------------------------
 
@@ -652,10 +657,29 @@ def _probe_call_namespaces(cfg: dict[str, Any]) -> str | None:
     return _probe_in_child(lambda: enter_call_namespaces(cfg))
 
 
-def preload(names: list[str]) -> None:
-    """Import the configured libraries and warm their lazy imports."""
+class WithoutPackages:
+    """A meta-path finder that makes the named top-level packages (and their modules) fail to
+    import, with a message that says why."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = frozenset(names)
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> None:
+        if fullname.partition(".")[0] in self.names:
+            raise ModuleNotFoundError(
+                f"No module named {fullname!r}: the sandbox runs without "
+                f"{', '.join(sorted(self.names))} (pandas uses its own string storage)",
+                name=fullname,
+            )
+
+
+def preload(names: list[str], without: Sequence[str] = ()) -> None:
+    """Make ``without`` unimportable, import the configured libraries and warm their lazy
+    imports."""
     import io
 
+    if without:
+        sys.meta_path.insert(0, WithoutPackages(list(without)))
     for name in names:
         __import__(name)
     if "pandas" in sys.modules:
@@ -721,7 +745,7 @@ def _anonymous_mappings(smaps: str) -> list[tuple[int, int, str, int]]:
 def zygote_main(cfg: dict[str, Any], sock: socket.socket) -> None:
     """The clean image every call's child is forked from; never returns."""
     try:
-        preload(list(cfg.get("preload", DEFAULT_PRELOAD)))
+        preload(list(cfg.get("preload", DEFAULT_PRELOAD)), cfg.get("without", DEFAULT_WITHOUT))
         huge_mb = collapse_to_huge_pages(cfg.get("proc_dir") or "/proc")
         _prctl(PR_SET_DUMPABLE, 0)  # siblings cannot open our /proc/<pid>/mem or ptrace us
         seccomp_problem = _probe_seccomp() if cfg["seccomp"] else "disabled by configuration"
@@ -744,6 +768,7 @@ def zygote_main(cfg: dict[str, Any], sock: socket.socket) -> None:
             "baseline_mb": baseline_as >> 20,
             "huge_pages_mb": huge_mb,
             "preload": sorted(cfg.get("preload", DEFAULT_PRELOAD)),
+            "without": sorted(cfg.get("without", DEFAULT_WITHOUT)),
             "uid": os.getuid(),
         }
         sock.send(json.dumps(ready).encode())
