@@ -21,16 +21,18 @@ import re
 import textwrap
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from isg_gym.eval.policy import EpisodeState, PerEpisodePolicy, Turn, calls_message
 from isg_gym.numbers import format_sig
 from isg_gym.simulator.procedural import build_spec
 from isg_gym.syntax import parse
+
+if TYPE_CHECKING:  # only the sb_* functions use it, in the sandbox, whose cells import it
+    from scipy import stats
 
 # --- code that runs in the sandbox (sent as source; cwd is the repository at /data) ----------
 
