@@ -160,8 +160,9 @@ def diagnose(roles: Roles, pair: Pair, rows: Used) -> Reason | None:
     return diagnose_values(roles, pair, rows.x, rows.y)
 
 
-def _n_distinct(values: np.ndarray) -> int:
-    return len(set(values.tolist()))
+def _constant(values: np.ndarray) -> bool:
+    """Fewer than two distinct values (``len(set(values.tolist())) < 2``, without the set)."""
+    return len(values) < 2 or not bool(np.any(values != values[0]))
 
 
 def diagnose_values(roles: Roles, pair: Pair, x: np.ndarray, y: np.ndarray) -> Reason | None:
@@ -175,7 +176,7 @@ def diagnose_values(roles: Roles, pair: Pair, x: np.ndarray, y: np.ndarray) -> R
             return Reason.TOO_FEW_ROWS
         if pair.x not in roles.numeric:
             return Reason.CATEGORICAL_COLUMN
-        if all(_n_distinct(g) < 2 for g in groups):
+        if all(_constant(g) for g in groups):
             return Reason.CONSTANT_COLUMN
         return None
     if len(x) < MIN_PAIRS:
@@ -184,7 +185,7 @@ def diagnose_values(roles: Roles, pair: Pair, x: np.ndarray, y: np.ndarray) -> R
         return Reason.CATEGORICAL_COLUMN
     if pair.stat == "chi_square" and not all(c in roles.categorical for c in pair.columns):
         raise ValueError(f"chi-square of a numeric column: {pair}")
-    if _n_distinct(x) < 2 or _n_distinct(y) < 2:
+    if _constant(x) or _constant(y):
         return Reason.CONSTANT_COLUMN
     return None
 
