@@ -3,8 +3,8 @@
 ``scipy.stats`` costs about 50 MB resident and 0.5-1 s to import, and the environment needs
 seven of its functions. Each function here follows the arithmetic of the ``scipy.stats`` function
 it names (scipy 1.17, two-sided, no NaN in the input), step for step, so it returns the same
-float bits; ``tests/test_stat_tests.py`` compares both on thousands of inputs. The question texts
-still name ``scipy.stats``: that is what an agent calls, and what these functions equal.
+float bits; ``tests/test_stat_tests.py`` compares both on hundreds of inputs per function. The
+question texts still name ``scipy.stats``: that is what an agent calls, and what these equal.
 
 Each function returns ``(statistic, pvalue)`` as Python floats; inputs are 1-D float arrays
 without NaN (callers drop missing rows first). A constant input gives NaN, as in scipy.
@@ -58,28 +58,27 @@ def pearsonr(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     if n == 2:
         return float(np.round(r)), 1.0
     ab = np.asarray(n / 2 - 1, dtype=r.dtype)
-    pvalue = 2 * special.betaincc(ab, ab, (np.abs(r) - -1) / 2)
+    pvalue = 2 * special.betaincc(ab, ab, (np.abs(r) + 1) / 2)  # r ~ Beta(ab, ab) on [-1, 1]
     return float(r), float(pvalue)
 
 
 def rankdata(values: np.ndarray) -> np.ndarray:
     """Average ranks (1-based; tied values share the mean of their ranks)."""
+    return _ranks(values)[0]
+
+
+def _ranks(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Average ranks of ``values``, and the size of each run of tied values (in sorted order)."""
     values = np.asarray(values)
     order = np.argsort(values, kind="stable")
-    ranks, _ = _sorted_ranks(values[order])
-    out = np.empty(len(values), dtype=np.float64)
-    out[order] = ranks
-    return out
-
-
-def _sorted_ranks(ordered: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Average ranks of sorted values, and the size of each run of ties."""
+    ordered = values[order]
     n = len(ordered)
-    first = np.concatenate([[True], ordered[:-1] != ordered[1:]])
-    starts = np.flatnonzero(first)
+    starts = np.flatnonzero(np.concatenate([[True], ordered[:-1] != ordered[1:]]))
     counts = np.diff(starts, append=n)
     mid = (starts + 1).astype(np.float64) + (counts.astype(np.float64) - 1) / 2
-    return np.repeat(mid, counts), counts
+    ranks = np.empty(n, dtype=np.float64)
+    ranks[order] = np.repeat(mid, counts)
+    return ranks, counts
 
 
 def spearmanr(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
@@ -146,7 +145,7 @@ def expected_freq(observed: np.ndarray) -> np.ndarray:
         raise ValueError(f"expected_freq takes a two-way table, got {observed.ndim} dimensions")
     rows = observed.sum(axis=1, keepdims=True)
     cols = observed.sum(axis=0, keepdims=True)
-    return rows * cols / observed.sum() ** 1
+    return rows * cols / observed.sum()
 
 
 def chi2_contingency(observed: np.ndarray, correction: bool = True) -> tuple[float, float]:
@@ -179,10 +178,7 @@ def kruskal(*groups: np.ndarray) -> tuple[float, float]:
         raise ValueError("kruskal: a group is empty")
     alldata = np.concatenate(samples)
     total = sum(sizes)
-    order = np.argsort(alldata, kind="stable")
-    sorted_ranks, counts = _sorted_ranks(alldata[order])
-    ranked = np.empty(total, dtype=np.float64)
-    ranked[order] = sorted_ranks
+    ranked, counts = _ranks(alldata)
     ties = 1 - np.sum(counts.astype(np.float64) ** 3 - counts) / (total**3 - total)
     bounds = np.cumsum([0, *sizes])
     ssbn = sum(np.sum(ranked[bounds[i] : bounds[i + 1]]) ** 2 / sizes[i] for i in range(len(sizes)))
