@@ -25,10 +25,13 @@ of the gold answers and, on isg-500, of the scripted oracle through the tools (r
 committed run, ``benchmarks/results/oracle``); a per-type table of within-type answerability AUC
 for both classifiers (0.5: no signal; with its standard error), the unanswerable share, the per-
 type accuracy of the zero-tool policy (mean of both classifiers) and of the type prior, and the
-most common answer's share of the answerable questions. A yes/no type whose answers are balanced
-still rewards a blind guess (half of the answerable 3/4: 37.5% against 25% for abstaining), so
-the type prior alone sits above always-abstain. Goals (issue 9): zero-tool within 3 points of
-always-abstain; no type's AUC above 0.60. The verdicts are printed as measured, met or not.
+most common answer's share of the answerable questions. A blind guess on a yes/no type whose
+answers are balanced is right on half of the answerable questions: with 40% unanswerable (since
+question generator v3) that is 30% against 40% for abstaining; with v2's 25% it was 37.5% against
+25%, so the type prior alone beat always-abstain (:mod:`isg_gym.rewards.blind_guess`). Goals:
+no zero-tool policy beats always-abstain (gap <= 0, or within 1.96 standard errors of the
+paired per-question difference when a classifier's noise puts it a hair above); no type's AUC
+above 0.60 (issue 9). The verdicts are printed as measured, met or not.
 
 Generated questions are cached under ``--cache`` (default: a directory in the system's temp dir)
 keyed by :data:`~isg_gym.qa.base.QUESTION_VERSION` and a hash of the generator's source, so a
@@ -62,7 +65,6 @@ from isg_gym.repository import Repository
 from isg_gym.rewards import grade
 
 ABSTAIN = "not possible"
-GOAL_POINTS = 0.03
 GOAL_AUC = 0.60
 _RANGE = re.compile(r"^(\d+)-(\d+)$")
 # Source folders whose code decides what the questions are (their hash keys the cache).
@@ -295,10 +297,13 @@ def fit_prior_policy(questions: Sequence[Question], guess: dict[str, str]) -> Po
     return Policy(dict(guess), threshold)
 
 
+def scores(questions: Sequence[Question], answers: Sequence[str]) -> np.ndarray:
+    """Each answer's grade."""
+    return np.array([grade(q, a).value for q, a in zip(questions, answers, strict=True)], float)
+
+
 def accuracy(questions: Sequence[Question], answers: Sequence[str]) -> float:
-    if not questions:
-        return float("nan")
-    return sum(grade(q, a).value for q, a in zip(questions, answers, strict=True)) / len(questions)
+    return float(scores(questions, answers).mean()) if questions else float("nan")
 
 
 def auc_se(auc: float, positives: int, negatives: int) -> float:
@@ -360,13 +365,15 @@ def evaluate(
     probs = {m.name: m.predict(texts) for m in fitted}
     probs["mean"] = np.mean([probs[m.name] for m in fitted], axis=0)
     probs["type prior"] = np.zeros(len(questions))
-    abstain = accuracy(questions, [ABSTAIN] * len(questions))
+    abstained = scores(questions, [ABSTAIN] * len(questions))
+    abstain = float(abstained.mean())
     gold = accuracy(questions, [format_answer(q) for q in questions])
-    zero = {
-        name: accuracy(questions, [pol.answer(q, pr) for q, pr in zip(questions, probs[name],
-                                                                       strict=True)])
+    per_question = {
+        name: scores(questions, [pol.answer(q, pr) for q, pr in zip(questions, probs[name],
+                                                                     strict=True)])
         for name, pol in policies.items()
     }  # fmt: skip
+    zero = {name: float(s.mean()) for name, s in per_question.items()}
     share = sum(not q.answerable for q in questions) / len(questions)
     print(f"\n== {label}: {len(questions)} questions, unanswerable share {share:.3f}")
     print(f"  always abstain          {abstain:7.2%}")
@@ -378,6 +385,8 @@ def evaluate(
     if label.startswith("isg-500"):
         print(f"  {oracle_line()}")
     aucs = {m.name: auc_by_type(questions, probs[m.name]) for m in fitted}
+    best_name = max(zero, key=lambda k: zero[k])
+    print(f"  (per type: zero-tool is the best policy overall, {best_name}; prior the type prior)")
     print(f"  {'type':<22} {'n':>5} {'unans':>6} {'AUC text (SE)':>14} {'AUC struct (SE)':>16}"
           f" {'zero-tool':>9} {'prior':>6}  top answer (its share of the answerable)")  # fmt: skip
     for kind in sorted(aucs["text"]):
@@ -386,19 +395,21 @@ def evaluate(
         unans = sum(not q.answerable for q in mine) / len(mine)
         value, top = top_answer_share(questions, kind)
         (a_t, se_t), (a_s, se_s) = aucs["text"][kind], aucs["structure"][kind]
-        by = {name: accuracy(mine, [policies[name].answer(questions[i], probs[name][i])
-                                    for i in idx]) for name in ("mean", "type prior")}  # fmt: skip
+        by = {name: float(per_question[name][idx].mean()) for name in (best_name, "type prior")}
         print(f"  {kind:<22} {len(mine):5d} {unans:6.1%} {a_t:7.3f} ({se_t:.3f}) {a_s:9.3f} "
-              f"({se_s:.3f}) {by['mean']:9.1%} {by['type prior']:6.1%}  {value[:20]!r} "
+              f"({se_s:.3f}) {by[best_name]:9.1%} {by['type prior']:6.1%}  {value[:20]!r} "
               f"({top:.1%})")  # fmt: skip
-    best = max(v for k, v in zero.items() if k != "type prior")
+    best = zero[best_name]
     gap = best - abstain
+    diff = per_question[best_name] - abstained
+    se = float(diff.std(ddof=1) / math.sqrt(len(diff))) if len(diff) > 1 else 0.0
     flat = [(a, se, k, m) for m, by in aucs.items() for k, (a, se) in by.items()
             if not math.isnan(a)]  # fmt: skip
     worst = max(flat) if flat else (float("nan"), float("nan"), "-", "-")
-    print(f"  GOAL zero-tool within {100 * GOAL_POINTS:.0f} points of always-abstain: "
-          f"{'met' if gap <= GOAL_POINTS else 'NOT MET'} (best zero-tool {best:.2%}, "
-          f"{100 * gap:+.1f} points)")  # fmt: skip
+    verdict = "met" if gap <= 0 else ("met within noise" if gap <= 1.96 * se else "NOT MET")
+    print(f"  GOAL no zero-tool policy beats always-abstain: {verdict} (best: {best_name}, "
+          f"{best:.2%}, {100 * gap:+.2f} points, SE of the paired difference "
+          f"{100 * se:.2f})")  # fmt: skip
     above = [f for f in flat if f[0] > GOAL_AUC]
     clear = [f for f in above if f[0] - 1.96 * f[1] > GOAL_AUC]
     print(f"  GOAL no type's AUC above {GOAL_AUC:.2f}: "

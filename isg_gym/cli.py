@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from isg_gym.eval.cli import EvalCliError
 from isg_gym.eval.errors import InfrastructureError
+from isg_gym.qa.sampling import DEFAULT_UNANSWERABLE_RATIO
 from isg_gym.repository import Repository, RepositoryPathError
 from isg_gym.repository.repository import stderr_progress
 from isg_gym.simulator.procedural import build_spec
@@ -231,8 +232,13 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("seed", type=_seed, metavar="SEED", help=seed_help)
     s.add_argument("--count", type=_positive, default=12, metavar="N", help="how many")
     s.add_argument("--type", action="append", metavar="TYPE", help="restrict to a type (repeat)")
-    s.add_argument("--unanswerable", type=float, default=0.25, metavar="R",
-                   help="share of unanswerable questions (default 0.25)")  # fmt: skip
+    s.add_argument(
+        "--unanswerable",
+        type=float,
+        default=DEFAULT_UNANSWERABLE_RATIO,
+        metavar="R",
+        help=f"share of unanswerable questions (default {DEFAULT_UNANSWERABLE_RATIO})",
+    )
     s.add_argument("--json", action="store_true", help="one JSON object per line")
     _specs_arguments(s)
     s.set_defaults(run=cmd_questions)

@@ -281,7 +281,10 @@ def _univariate(r: Reader) -> tuple[dict[str, Any], int | None]:
     if len(found) != 1:
         raise r.fail(f"not exactly one statistic phrase: {[s for s, _ in found]}")
     stat, m = found[0]
-    if stat not in ("std", "var") and re.search(r"standard deviation|variance", r.text):
+    # Names and their descriptions ("variance_estimator" (...)) are masked: only the wording of
+    # a statistic counts.
+    wording = re.sub(r'"[^"]*"(?: \([^)]*\))?', '""', r.text)
+    if stat not in ("std", "var") and re.search(r"\b(standard deviation|variance)\b", wording):
         raise r.fail("a standard deviation or variance without its n - 1 denominator")
     column, end = r.column_with_label(m)
     r.after(end, "statistic", (" in the file", " across", ", using only", " using only"))

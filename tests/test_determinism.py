@@ -1,4 +1,5 @@
-"""Golden SHA-256 of `isg materialize` output: same bytes in any process, any PYTHONHASHSEED.
+"""Golden SHA-256 of `isg materialize` and `isg questions` output: same bytes in any process,
+any PYTHONHASHSEED.
 
 If a deliberate change alters generated repositories, bump SPEC_VERSION and update GOLDEN.
 """
@@ -46,3 +47,16 @@ def test_subprocess_with_other_hash_seed_gives_same_bytes(tmp_path):
         subprocess.run([sys.executable, "-m", "isg_gym.cli", "materialize", str(seed), str(out)],
                        check=True, env=env, capture_output=True)  # fmt: skip
         assert tree_hash(out) == GOLDEN[seed]
+
+
+# sha256 of `isg questions 118 --count 16 --json` (question generator v3, spec v3). If a
+# deliberate change alters the questions, bump QUESTION_VERSION and update it.
+GOLDEN_QUESTIONS = "24d142e8d3df0743f06049fb7b5d2e13328dcc3df61fe8cb4ba807bda74890de"
+
+
+def test_questions_match_golden_hash_under_any_hash_seed():
+    command = [sys.executable, "-m", "isg_gym.cli", "questions", "118", "--count", "16", "--json"]
+    for hash_seed in ("0", "4242"):
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        out = subprocess.run(command, check=True, env=env, capture_output=True).stdout
+        assert hashlib.sha256(out).hexdigest() == GOLDEN_QUESTIONS

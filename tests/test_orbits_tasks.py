@@ -10,6 +10,7 @@ import pytest
 from isg_gym.orbits.grading import grade
 from isg_gym.orbits.sampling import (
     CLASS_SHARES,
+    UNANSWERABLE_SHARE,
     iter_questions,
     keep_probabilities,
     make_question,
@@ -53,16 +54,17 @@ def test_keep_probabilities_give_the_target_shares(task: str) -> None:
 def test_sampled_questions_are_balanced() -> None:
     counts: Counter = Counter()
     for seed in range(1000, 1400):
-        for q in iter_questions(build_system(seed), 3):
+        for q in iter_questions(build_system(seed), 8):
             counts[(q.type, q.stratum)] += 1
     total = sum(counts.values())
     unanswerable = sum(v for (_, s), v in counts.items() if s == "unanswerable")
-    assert unanswerable / total == pytest.approx(0.25, abs=0.04)  # sd 0.013
+    assert unanswerable / total == pytest.approx(UNANSWERABLE_SHARE, abs=0.04)  # sd 0.011
     for name in TASKS:  # per task: loose (the exact shares are checked above)
         n = sum(v for (t, _), v in counts.items() if t == name)
         if n < 40:
             continue
-        assert counts[(name, "unanswerable")] / n == pytest.approx(0.25, abs=0.2), name
+        share = counts[(name, "unanswerable")] / n
+        assert share == pytest.approx(UNANSWERABLE_SHARE, abs=0.15), name
         if TASKS[name].kind == "yes_no":
             assert counts[(name, "yes")] == pytest.approx(counts[(name, "no")], rel=0.5)
 
@@ -119,7 +121,7 @@ def test_stored_splits_follow_the_recipe(name: str) -> None:
     assert set(per_task) == set(TASKS)
     for task, qs in per_task.items():
         assert len(qs) in (size // len(TASKS), size // len(TASKS) + 1)
-        assert sum(not q.answerable for q in qs) == round(len(qs) / 4)
+        assert sum(not q.answerable for q in qs) == round(len(qs) * UNANSWERABLE_SHARE)
         if TASKS[task].kind == "yes_no":
             yes = sum(q.answer is True for q in qs)
             no = sum(q.answer is False for q in qs)

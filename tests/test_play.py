@@ -14,11 +14,13 @@ from pathlib import Path
 
 from isg_gym.eval.records import read_records
 from isg_gym.eval.report import leaderboard
+from isg_gym.eval.splits import resolve_split
 from isg_gym.play import END_OF_CODE, Command, parse_command
 
 ROOT = Path(__file__).resolve().parents[1]
 ISG = [sys.executable, "-m", "isg_gym.cli"]
-README_QUESTION = "1001.has_readme.1"  # is `plate=06.txt` directly inside `date=20210925/dose=10/`?
+# is `plate=16.txt` directly inside `date=20210923/dose=50/`? (no)
+README_QUESTION = "1001.has_readme.25"
 
 
 def _env() -> dict[str, str]:
@@ -58,19 +60,19 @@ def test_commands_become_tool_calls() -> None:
 
 def test_piped_episodes_are_recorded_and_reported(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    code = ["import os", "print(sorted(os.listdir('date=20210925/dose=10')))", END_OF_CODE]
-    lines = ["help", "ls / x", "ls date=20210925/dose=10", "py", *code,
-             "cat date=20210925/dose=10/plate=03.txt 2", "answer no"]
+    code = ["import os", "print(sorted(os.listdir('date=20210923/dose=50')))", END_OF_CODE]
+    lines = ["help", "ls / x", "ls date=20210923/dose=50", "py", *code,
+             "cat date=20210923/dose=50/plate=02.txt 2", "answer no"]
     done = _play([README_QUESTION, "--out", str(out), "--name", "ada"], "\n".join(lines) + "\n")
     assert done.returncode == 0, done.stderr
     text = done.stdout
-    assert "Question: Is there a file or folder called `plate=06.txt` directly inside" in text
+    assert "Question: Is there a file or folder called `plate=16.txt` directly inside" in text
     assert "isg [0/20]> ls / x\nls: DEPTH must be an integer, got 'x'" in text  # no step spent
-    listing = re.search(r"isg \[0/20\]> ls date=20210925/dose=10\n(\[list_directory\]\n.*?)\nisg",
+    listing = re.search(r"isg \[0/20\]> ls date=20210923/dose=50\n(\[list_directory\]\n.*?)\nisg",
                         text, re.DOTALL).group(1)  # fmt: skip
-    assert listing.startswith("[list_directory]\n/date=20210925/dose=10 (depth 1):")
-    assert "plate=03.txt" in listing and "plate=06.txt" not in listing  # so the answer is "no"
-    assert "[run_python_code]\n[stdout]\n['plate=03.txt']" in text
+    assert listing.startswith("[list_directory]\n/date=20210923/dose=50 (depth 1):")
+    assert "plate=02.txt" in listing and "plate=16.txt" not in listing  # so the answer is "no"
+    assert "[run_python_code]\n[stdout]\n['plate=02.txt', 'plate=05.txt']" in text
     assert "[read_text_file]\n" in text and "[lines 1-2 of " in text
     assert "Outcome: correct   score: 1.0" in text and "Gold answer: no" in text
     first_bytes = (out / "episodes.jsonl").read_bytes()
@@ -83,14 +85,14 @@ def test_piped_episodes_are_recorded_and_reported(tmp_path: Path) -> None:
     assert (out / "episodes.jsonl").read_bytes().startswith(first_bytes)
 
     records = read_records(out / "episodes.jsonl")
-    assert [r["question_id"] for r in records] == [README_QUESTION, "0.bivariate_statistic.0"]
+    assert [r["question_id"] for r in records] == [README_QUESTION, resolve_split("isg-500")[0]]
     assert [r["index"] for r in records] == [0, 1]
     assert [r["outcome"] for r in records] == ["correct", "no_answer"]
     first = records[0]
     assert first["steps"] == 4 and first["gold"] == "no" and first["answer"] == "no"
     assert [c["name"] for c in first["tool_calls"]] == [
         "list_directory", "run_python_code", "read_text_file", "final_answer"]
-    assert first["files_read"] == ["date=20210925/dose=10/plate=03.txt"]
+    assert first["files_read"] == ["date=20210923/dose=50/plate=02.txt"]
     roles = [m["role"] for m in first["transcript"]]
     assert roles == ["system", "user", *["assistant", "tool"] * 4]
     assert first["transcript"][2]["tool_calls"][0]["function"]["name"] == "list_directory"
@@ -168,8 +170,8 @@ def test_played_under_a_pseudo_terminal(tmp_path: Path) -> None:
     term = _Pty([*ISG, "play", README_QUESTION, "--episodes", "2", "--out", str(out),
                  "--name", "pty"])  # fmt: skip
     try:
-        term.expect(r"Question: Is there a file or folder called `plate=06\.txt`.*isg \[0/20\]> ")
-        term.type("ls date=20210925/dose=10\n")
+        term.expect(r"Question: Is there a file or folder called `plate=16\.txt`.*isg \[0/20\]> ")
+        term.type("ls date=20210923/dose=50\n")
         listing = term.expect(r"\[list_directory\]\n(.*?)isg \[1/20\]> ").group(1)
         term.type("py\n")
         term.expect(r"\.\.\. ")
@@ -177,7 +179,7 @@ def test_played_under_a_pseudo_terminal(tmp_path: Path) -> None:
         term.expect(r"\.\.\. ")
         term.type(f"print('total', total)\n{END_OF_CODE}\n")
         term.expect(r"\[run_python_code\]\n\[stdout\]\ntotal 45\n.*isg \[2/20\]> ")
-        answer = "yes" if re.search(r"^plate=06\.txt$", listing, re.MULTILINE) else "no"
+        answer = "yes" if re.search(r"^plate=16\.txt$", listing, re.MULTILINE) else "no"
         term.type(f"answer {answer}\n")
         term.expect(r"Outcome: correct   score: 1\.0")
         term.expect(r"=== episode 2 of 2 ===.*isg \[0/20\]> ")

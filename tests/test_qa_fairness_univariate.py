@@ -25,7 +25,7 @@ from test_qa_univariate import scope_files, target_values
 
 from isg_gym.qa.base import Question, Reason
 from isg_gym.qa.conditions import THRESHOLD_DIGITS, exact_num, num, present_values
-from isg_gym.qa.sampling import make_question
+from isg_gym.qa.sampling import DEFAULT_UNANSWERABLE_RATIO, make_question
 from isg_gym.repository import Repository
 from isg_gym.spec.models import column_kind
 
@@ -33,7 +33,7 @@ TYPE = "univariate_statistic"
 SEEDS = range(3000, 3200)
 SLOTS = 2
 TOLERANCE = 0.1
-NOMINAL = 0.25
+NOMINAL = DEFAULT_UNANSWERABLE_RATIO
 THRESHOLD_OPS = ("gt", "lt", "ge", "le", "between")
 
 
@@ -163,8 +163,8 @@ def test_every_reason_uses_every_kind_of_condition():
 
 
 def test_per_statistic_unanswerable_share_is_nominal():
-    """Slots are unanswerable with probability 0.25 whatever their statistic: the implied share
-    per statistic (from both answerabilities of every slot) is within 0.05 of nominal."""
+    """Slots are unanswerable with the nominal probability whatever their statistic: the implied
+    share per statistic (from both answerabilities of every slot) is within 0.05 of nominal."""
     a = Counter(q.params["statistic"] for _, q in pairs(True))
     u = Counter(q.params["statistic"] for _, q in pairs(False))
     for stat in a:

@@ -4,7 +4,7 @@ import pytest
 
 from isg_gym import make_dataset, score
 from isg_gym.qa import QUESTION_TYPES, format_answer, generate_questions, question_from_id
-from isg_gym.qa.sampling import parse_question_id
+from isg_gym.qa.sampling import DEFAULT_UNANSWERABLE_RATIO, parse_question_id
 from isg_gym.repository import Repository
 
 EXPECTED_TYPES = {
@@ -29,7 +29,7 @@ def test_all_types_registered():
 def test_unanswerable_share_is_met_and_reasons_mixed(sample):
     assert len(sample) == 2000
     share = sum(not q.answerable for q in sample) / len(sample)
-    assert abs(share - 0.25) <= 0.03, share
+    assert abs(share - DEFAULT_UNANSWERABLE_RATIO) <= 0.03, share
     reasons = Counter(q.reason for q in sample if not q.answerable)
     print("\nunanswerable share", share, "reasons", dict(reasons))
     assert len(reasons) >= 8

@@ -151,12 +151,24 @@ def test_has_readme():
         answers.append(q.answer)
     share = sum(answers) / len(answers)
     assert 0.4 <= share <= 0.6, share  # yes and no equally likely
-    assert 0 < root < 0.25 * len(answers)
+    assert root == 0  # the always-answerable README question is opt-in (a tell otherwise)
     for q in unanswerable("has_readme"):
         r = repo(q.repository)
         assert q.reason == Reason.NO_SUCH_PATH_VALUE
         assert q.params["directory"] and not _dir_exists(r, q.params["directory"])
         assert f"`{q.params['directory']}/`" in q.text
+
+
+def test_has_readme_root_question_is_opt_in():
+    from isg_gym.qa.types.metadata import HasReadme
+
+    configs = {"has_readme": HasReadme.Config(root_share=0.6)}
+    asked = [make_question(repo(seed), "has_readme", 0, True, configs) for seed in range(40)]
+    root = [q for q in asked if q is not None and q.params["directory"] == ""]
+    assert root, "root_share > 0 asks the README question"
+    for q in root:
+        assert q.params["entry"] == "README.md" and "README" in q.text
+        assert q.answer == (repo(q.repository).readme is not None)
 
 
 def test_title():

@@ -112,7 +112,9 @@ class ISGEnv(ToolEnv):
     - ``question_types``: names from :data:`isg_gym.qa.QUESTION_TYPES` (default all of them),
       or of the opt-in types (:data:`isg_gym.qa.base.OPT_IN_QUESTION_TYPES`, such as
       ``effect_direction``), which are asked only when named.
-    - ``unanswerable_ratio``: share of unanswerable question slots (default 0.25).
+    - ``unanswerable_ratio``: share of unanswerable question slots (default 0.4; below 0.375 a
+      policy that never calls a tool beats always-abstain by guessing yes/no questions, see
+      :mod:`isg_gym.rewards.blind_guess`).
     - ``questions_per_repository``: question slots drawn per repository (default 8).
     - ``max_steps``: step budget (default 30).
     - ``max_output_chars``: cap on each tool's output; ``max_list_entries``: cap on listings.
@@ -156,6 +158,8 @@ class ISGEnv(ToolEnv):
 
     - v0: initial version. Question generator v2 (:data:`isg_gym.qa.QUESTION_VERSION`):
       shortcut-free questions and the answering conventions in the system prompt.
+    - v0, question generator v3: 40% of the questions unanswerable (was 25%), so that a policy
+      that never calls a tool cannot beat always-abstain by guessing yes/no questions.
     """
 
     def __init__(

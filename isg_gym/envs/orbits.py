@@ -49,7 +49,7 @@ class OrbitsEnv(ToolEnv):
     Newtonian gravity bound or unbound, or with linear drag, or with a force law
     ``F ~ r^-(2 + alpha)``), simulates it with REBOUND and asks one question about it
     (:mod:`isg_gym.orbits.tasks`: masses, period, orbit geometry, extremes, angular momentum,
-    energy, boundness, drag timescale, force exponent, apsidal precession). About a quarter of
+    energy, boundness, drag timescale, force exponent, apsidal precession). About 40% of
     the questions have no answer for the system's physics; the right answer to them is
     "not possible". Modelled on Gravity-Bench (Koblischke et al., ICML 2025), procedurally.
 
@@ -84,7 +84,7 @@ class OrbitsEnv(ToolEnv):
     - ``start_system``, ``num_systems``: systems are drawn from ``[start, start + num)``
       (``num=0``: up to 2**31 - 1); training should use ``orbits_train_kwargs()``.
     - ``tasks``: task names (default all); the episode's task is drawn uniformly, then its
-      stratum (25% unanswerable; yes/no balanced), then a system offering it.
+      stratum (40% unanswerable; yes/no balanced), then a system offering it.
     - ``observation_options``: :class:`~isg_gym.orbits.system.ObservationOptions` or a dict
       of its fields (sky-plane projection and noise shares; off by default).
     - ``max_steps`` (30), ``max_output_chars``, ``sandbox``, ``sandbox_limits``,
@@ -96,6 +96,8 @@ class OrbitsEnv(ToolEnv):
     ## Version History
 
     - v0: initial version (systems v1, questions v1).
+    - v0, questions v2: 40% of the questions unanswerable (was 25%), so that a blind yes/no
+      guess cannot beat always-abstain; the question templates are drawn afresh.
     """
 
     def __init__(

@@ -173,7 +173,7 @@ register_env(
             "abstain": "isg_gym.eval.policies.baselines:AbstainPolicy",
             "random": "isg_gym.eval.policies.orbits:OrbitsRandomPolicy",
         },
-        question_version=1,  # isg_gym.orbits.sampling.QUESTION_VERSION (a test keeps them equal)
+        question_version=2,  # isg_gym.orbits.sampling.QUESTION_VERSION (a test keeps them equal)
         extra="orbits",
     )
 )

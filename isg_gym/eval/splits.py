@@ -16,9 +16,9 @@ answerability are chosen first, then its slot.
   broken in the order ``TYPES[s % 12], TYPES[s % 12 + 1], ...`` (the 12 types in alphabetical
   order). While every repository offers what it is asked, this is simply ``TYPES[s % 12]``.
 - **Answerability.** Per type, the questions placed in the split are numbered ``k = 0, 1, ...``
-  and cut into blocks of 4 (for the nominal 1/4 unanswerable share,
-  :data:`~isg_gym.qa.sampling.DEFAULT_UNANSWERABLE_RATIO`); which question of a block is
-  unanswerable is drawn from ``derive(start, "split-answerability", type, block)`` (``start``:
+  and cut into blocks of 5 (for the nominal 2/5 unanswerable share,
+  :data:`~isg_gym.qa.sampling.DEFAULT_UNANSWERABLE_RATIO`); which questions of a block are
+  unanswerable are drawn from ``derive(start, "split-answerability", type, block)`` (``start``:
   the split's first repository). Every type's unanswerable share in a split is then nominal to
   within one question, and a question's position does not predict it.
 - **Slot.** The first of ``s``'s :data:`SLOTS` slots whose own answerability
@@ -102,7 +102,7 @@ SPLITS: dict[str, Split] = {
 @lru_cache(maxsize=4096)
 def _block(start: int, kind: str, index: int) -> tuple[bool, ...]:
     """Answerabilities of block ``index`` of type ``kind`` in the split starting at ``start``
-    (with the nominal 1/4: one unanswerable question in 4, at a drawn position)."""
+    (with the nominal 2/5: two unanswerable questions in 5, at drawn positions)."""
     share = Fraction(DEFAULT_UNANSWERABLE_RATIO).limit_denominator(100)
     size, unanswerable = share.denominator, share.numerator
     rng = derive(start, "split-answerability", kind, index)

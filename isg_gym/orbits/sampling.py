@@ -5,12 +5,15 @@ The question ``"{seed}.{task}.{index}"`` is task ``task`` on system ``seed``, it
 Whether it is answerable is a property of the system's physics, so every id regenerates a
 question (:func:`question_from_id`).
 
-Sampling (:func:`question_at`, used by the environment) keeps every task's questions balanced
-whatever the shares of the physics: slot ``index`` tries the tasks in a random order and keeps
-a task's question with a probability that depends on its stratum (``unanswerable``, ``value``,
-``yes``, ``no``), computed from the shares of the orbit classes (:data:`CLASS_SHARES`) so that
-each task's kept questions are 25% unanswerable and, for yes/no tasks, half yes among the
-answerable ones. The first kept question is the slot's.
+Sampling (:func:`question_at`, used by the environment for a pinned system) keeps every
+task's questions balanced whatever the shares of the physics: slot ``index`` draws one task
+uniformly and keeps its question with a probability that depends on its stratum
+(``unanswerable``, ``value``, ``yes``, ``no``), computed from the shares of the orbit classes
+(:data:`CLASS_SHARES`) so that each task's kept questions are 40% unanswerable
+(:data:`~isg_gym.rewards.blind_guess.UNANSWERABLE_SHARE`) and, for yes/no tasks, half yes among
+the answerable ones; a slot whose question is not kept is empty. (Until questions v2 a slot
+tried the next task instead, which biased the shares: the tasks of one system are answerable
+together, so how often a task was reached depended on the system's class.)
 """
 
 from __future__ import annotations
@@ -30,10 +33,11 @@ from isg_gym.orbits.system import (
 from isg_gym.orbits.tasks import TASKS, OrbitQuestion
 from isg_gym.orbits.tasks.base import build_context
 from isg_gym.orbits.truth import ORBIT_CLASSES
+from isg_gym.rewards.blind_guess import UNANSWERABLE_SHARE
 from isg_gym.seeding import check_seed, derive
 
-QUESTION_VERSION = 1
-UNANSWERABLE_SHARE = 0.25
+# v2: 40% of the sampled questions unanswerable (25% in v1; isg_gym.rewards.blind_guess).
+QUESTION_VERSION = 2
 CLASS_SHARES: dict[str, float] = {
     "bound": PHYSICS_SHARES["newtonian"] * (1 - UNBOUND_SHARE),
     "unbound": PHYSICS_SHARES["newtonian"] * UNBOUND_SHARE,
@@ -94,16 +98,13 @@ def make_question(system: System, task: str, index: int) -> OrbitQuestion:
 def question_at(
     system: System, index: int, tasks: list[str] | None = None
 ) -> OrbitQuestion | None:
-    """The question sampled in slot ``index`` of ``system`` (None when no task was kept)."""
+    """The question sampled in slot ``index`` of ``system`` (None when the slot's task was not
+    kept)."""
     names = sorted(TASKS) if tasks is None else [_check_task(t) for t in tasks]
     rng = derive(system.seed, "orbits-slot", QUESTION_VERSION, index)
-    order = rng.permutation(len(names))
-    draws = rng.random(len(names))
-    for i, draw in zip(order, draws, strict=True):
-        question = make_question(system, names[i], index)
-        if draw < keep_probabilities(names[i])[question.stratum]:
-            return question
-    return None
+    task = names[int(rng.integers(len(names)))]
+    question = make_question(system, task, index)
+    return question if rng.random() < keep_probabilities(task)[question.stratum] else None
 
 
 def parse_question_id(question_id: str) -> tuple[int, str, int]:

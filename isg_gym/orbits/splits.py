@@ -5,8 +5,8 @@ Systems are split three ways, like ISG-v0's repositories: :data:`EVAL_SYSTEMS` `
 :data:`TEST_SYSTEMS` ``[2_000_000_000, 2_000_001_000)`` (held out, ``orbits-test-200``).
 
 A split of ``N`` questions is balanced by task and answerability: every task gets ``N // T`` or
-one more questions (the first ``N mod T`` tasks in alphabetical order get one more), a quarter of
-them unanswerable (rounded) and, for yes/no tasks, the answerable ones half yes; each task takes
+one more questions (the first ``N mod T`` tasks in alphabetical order get one more), 40% of them
+unanswerable (rounded) and, for yes/no tasks, the answerable ones half yes; each task takes
 the first systems of the range (in seed order) whose question falls in a stratum it still
 needs, question index 0. So a question's position and task predict neither its answer nor its
 answerability. The ids are stored in ``isg_gym/data/splits/NAME.txt``;

@@ -32,8 +32,10 @@ ABSTAIN = "not possible"
 # The question generator's version. Question ids (``"{seed}.{type}.{slot}"``) mean what they
 # mean under one version only; records and summaries carry it. v2: shortcut-free construction
 # (unanswerable questions drawn from the answerable distributions), stated conventions,
-# balanced answers and robust gold (see the README's questions section).
-QUESTION_VERSION = 2
+# balanced answers and robust gold (see the README's questions section). v3: 40% of the
+# questions unanswerable (25% before), so that no blind guess beats abstaining
+# (:mod:`isg_gym.rewards.blind_guess`); question texts and gold are built as in v2.
+QUESTION_VERSION = 3
 
 
 class Reason(enum.StrEnum):

@@ -24,9 +24,12 @@ from isg_gym.qa.base import (
     question_type,
 )
 from isg_gym.repository import Repository
+from isg_gym.rewards.blind_guess import UNANSWERABLE_SHARE
 from isg_gym.seeding import derive
 
-DEFAULT_UNANSWERABLE_RATIO = 0.25
+# 0.4 since v3 (0.25 before): below 0.375 a blind guess on a yes/no question beats abstaining
+# (isg_gym.rewards.blind_guess).
+DEFAULT_UNANSWERABLE_RATIO = UNANSWERABLE_SHARE
 
 
 def _check_types(types: Iterable[str] | None) -> list[str]:

@@ -10,7 +10,9 @@ Column pairs are causally linked (one column's expression depends on the other) 
 independently of the answer. The test, alpha and the number of row conditions are drawn before
 the answerability (so each test's unanswerable share is the nominal one); an answerable question
 then draws its target answer and samples scopes, pairs and conditions (a bounded number of
-times) until one gives it, so yes and no are balanced per test. Answerable tests pass the
+times) until one gives it, so yes and no are balanced per test; when none does, the type offers
+no question in that slot (until question generator v3 it fell back to the other answer, which
+tilted chi-square to 60% yes). Answerable tests pass the
 robustness rules of :mod:`isg_gym.qa.types.bivariate` and never have p within ``margin``
 (relative) of alpha.
 """
@@ -115,19 +117,17 @@ class HypothesisTest(QuestionType):
     def _balanced(
         self, ctx: Context, engine: PairEngine, test: str, k: int, alpha: float
     ) -> Candidate | None:
-        """The first candidate whose answer is a target drawn at random (else the first valid
-        one), never one with p near alpha."""
+        """The first candidate whose answer is a target drawn at random (None if none of
+        ``tries`` candidates gives it), never one with p near alpha."""
         target = bool(ctx.rng.random() < self.config.yes_target)
         # a "yes" needs an associated pair: draw linked pairs more often when aiming at it
         engine.linked_share = self.config.yes_linked_share if target else self.config.linked_share
-        fallback = None
         for cand in engine.candidates(test, k, self.config.tries):
-            if near_alpha(cand.pvalue, alpha, self.config.margin):
-                continue
-            if (cand.pvalue < alpha) == target:
+            if not near_alpha(cand.pvalue, alpha, self.config.margin) and (
+                (cand.pvalue < alpha) == target
+            ):
                 return cand
-            fallback = fallback or cand
-        return fallback
+        return None
 
     def _question(self, ctx: Context, cand: Candidate, alpha: float) -> Question:
         pair = cand.pair

@@ -34,8 +34,10 @@ _ABSTRACT = (
 
 @register
 class HasReadme(QuestionType):
-    """Whether the repository has a README.md, or whether a directory contains an entry of a
-    given name; "not possible" when that directory does not exist.
+    """Whether a directory contains an entry of a given name; "not possible" when that
+    directory does not exist. (Whether the repository has a README.md is asked only with
+    ``Config(root_share > 0)``: the root always exists, so that question is always answerable
+    and its text tells a blind policy to guess; off by default since question generator v3.)
 
     The entries asked about are real names of the directory's files or sub-directories, or
     the same names with one value replaced by a value no file has, rendered as the repository
@@ -48,7 +50,7 @@ class HasReadme(QuestionType):
 
     @dataclass(frozen=True)
     class Config:
-        root_share: float = 0.1  # the README question itself (the root always exists)
+        root_share: float = 0.0  # the README question itself (always answerable: a tell)
         tries: int = 8
 
     def generate(self, ctx: Context, answerable: bool) -> Question | None:
