@@ -61,6 +61,11 @@ UNCHOSEN_DESCRIBED = 0.5
 DEMOTED = 0.15
 
 
+def _text_of(v: VariableInfo) -> dict[str, str]:
+    """A variable's name, label, unit and description (what ``model_dump`` gives, cheaper)."""
+    return {"name": v.name, "label": v.label, "unit": v.unit, "description": v.description}
+
+
 def _round(x: float, digits: int = 4) -> float:
     return float(f"{x:.{digits}g}")
 
@@ -114,8 +119,8 @@ def _path_variables(arch: Archetype, rng: np.random.Generator) -> list[PathVaria
     out: list[PathVariable] = []
     for k, (pv, values) in enumerate(_project_path_variables(arch, rng), start=1):
         kind = "categorical" if isinstance(pv.values[0], str) else "numeric"
-        out.append(PathVariable(key=f"var{k}", kind=kind, values=values,
-                                **pv.model_dump(exclude={"values"})))  # fmt: skip
+        out.append(PathVariable(key=f"var{k}", kind=kind, values=values, short=pv.short,
+                                **_text_of(pv)))  # fmt: skip
     extras = {
         "seq_number": rng.random() < 0.75,
         "researcher": rng.random() < 0.35,
@@ -209,8 +214,7 @@ def _missing_rate(rng: np.random.Generator) -> float:
 
 
 def _independent_column(v, rng: np.random.Generator) -> Column:
-    info = VariableInfo(name=v.name, label=v.label, unit=v.unit, description=v.description)
-    common = {**info.model_dump(), "missing_rate": _missing_rate(rng)}
+    common = {**_text_of(v), "missing_rate": _missing_rate(rng)}
     if isinstance(v, LexCategorical):
         base = np.array(v.weights or [1.0] * len(v.values), dtype=float)
         probs = rng.dirichlet(base / base.sum() * 40)
@@ -253,7 +257,7 @@ def _described_column(v: VariableInfo, rng: np.random.Generator) -> ContinuousCo
         distribution=d.LogNormal(mu=_round(float(np.log(scale))),
                                  sigma=_round(rng.uniform(0.15, 0.5))),
         decimals=decimals, clip=clip, missing_rate=_missing_rate(rng),
-        **(v.model_dump() | {"description": _recorded_description(v)}),
+        **(_text_of(v) | {"description": _recorded_description(v)}),
     )  # fmt: skip
 
 
@@ -282,7 +286,7 @@ def _recorded_split(
     room = MAX_COLUMNS - n_fixed - len(kept) - len(deps)
     for group, out in ((arch.confounders, confounders), (arch.planned, planned)):
         for v in group:
-            info = VariableInfo(**v.model_dump())
+            info = v if type(v) is VariableInfo else VariableInfo(**_text_of(v))
             if rng.random() < PROMOTED and len(promoted) < room:
                 promoted.append(info)
             else:
@@ -324,7 +328,17 @@ def _scale_of_column(col: Column, log_inputs: set[str]) -> InputScale | None:
 def _scale_of_path(pv: PathVariable) -> InputScale | None:
     if pv.kind not in ("numeric", "sequence"):
         return None
-    return InputScale.from_samples(np.array([float(v) for v in pv.values]))
+    return _scale_of_values(tuple(pv.values))
+
+
+@lru_cache(maxsize=4096)  # sequences 1..n and the lexicon's value subsets recur across seeds
+def _scale_of_values(values: tuple[str, ...]) -> InputScale:
+    return InputScale.from_samples(np.array([float(v) for v in values]))
+
+
+@lru_cache(maxsize=4096)  # a function of the lexicon's dependent alone
+def _scale_of_span(low: float, high: float, centre: float, scale: float) -> InputScale:
+    return InputScale.from_samples(np.linspace(max(low, 0), high, 9), centre, scale)
 
 
 def _dependent_column(
@@ -356,7 +370,7 @@ def _dependent_column(
     centre, scale = (low + high) / 2, max(half / 1.5, 1e-6)
     if not nonneg:
         return column, InputScale(centre, scale, False)
-    return column, InputScale.from_samples(np.linspace(max(low, 0), high, 9), centre, scale)
+    return column, _scale_of_span(low, high, centre, scale)
 
 
 def _choose_variables(
@@ -426,7 +440,7 @@ def _build(seed: int) -> Spec:
     crng = derive(seed, "columns")
     columns: list[Column] = [
         IdentifierColumn(
-            prefix=arch.id_prefix, digits=int(crng.integers(4, 6)), **arch.identifier.model_dump()
+            prefix=arch.id_prefix, digits=int(crng.integers(4, 6)), **_text_of(arch.identifier)
         ),
         DatetimeColumn(
             start=dt.datetime(
@@ -438,7 +452,7 @@ def _build(seed: int) -> Spec:
             ),
             interval_seconds=int(arch.interval_seconds[crng.integers(len(arch.interval_seconds))]),
             regular=bool(crng.random() < 0.6),
-            **arch.timestamp.model_dump(),
+            **_text_of(arch.timestamp),
         ),
     ]
     columns += [_independent_column(v, crng) for v in independents]

@@ -182,49 +182,61 @@ class _Compiler:
         raise self.fail(node, "expected a string literal")
 
     def numeric(self, node: ast.AST) -> Node:
-        match node:
-            case ast.Constant(value=bool()):
-                raise self.fail(node, f"boolean literal {node.value!r} is not allowed")
-            case ast.Constant(value=int() | float() as v):
-                value = float(v)
-                if not math.isfinite(value):
-                    raise self.fail(node, f"non-finite number {v!r}")
-                return self.constant(value)
-            case ast.Constant(value=str() as v):
-                raise self.fail(node, f"string {v!r} is allowed only in == / != with a category")
-            case ast.Name(id=name) if name in CONSTANTS:
-                return self.constant(CONSTANTS[name])
-            case ast.Name(id=name):
-                return self.variable(node, name, "numeric")
-            case ast.BinOp(op=op) if type(op) in _BINARY:
-                fn, left, right = (
-                    _BINARY[type(op)],
-                    self.numeric(node.left),
-                    self.numeric(node.right),
-                )
-                # a constant operand is passed as is (the same value the node would return)
-                if right in self.constants and left not in self.constants:
-                    b = self.constants[right]
-                    return lambda env: fn(left(env), b)
-                if left in self.constants and right not in self.constants:
-                    a = self.constants[left]
-                    return lambda env: fn(a, right(env))
-                return lambda env: fn(left(env), right(env))
-            case ast.UnaryOp(op=ast.USub()):
-                operand = self.numeric(node.operand)
-                if operand in self.constants:  # -c: the np.negative the node would compute
-                    return self.constant(np.negative(self.constants[operand]))
-                return lambda env: np.negative(operand(env))
-            case ast.UnaryOp(op=ast.UAdd()):
-                return self.numeric(node.operand)
-            case ast.BinOp(op=op) | ast.UnaryOp(op=op):
-                symbol = _OPERATOR_SYMBOLS.get(type(op), type(op).__name__)
-                raise self.fail(node, f"operator '{symbol}' is not allowed (allowed: + - * / **)")
-            case ast.Compare():
-                return self.compare(node)
-            case ast.Call():
-                return self.call(node)
+        # one dictionary look-up per node instead of a chain of class patterns
+        handler = _NUMERIC_NODES.get(type(node))
+        if handler is None:
+            raise self.fail(node, f"{_describe(node)} is not allowed")
+        return handler(self, node)
+
+    def _constant_node(self, node: ast.Constant) -> Node:
+        v = node.value
+        if isinstance(v, bool):
+            raise self.fail(node, f"boolean literal {v!r} is not allowed")
+        if isinstance(v, int | float):
+            value = float(v)
+            if not math.isfinite(value):
+                raise self.fail(node, f"non-finite number {v!r}")
+            return self.constant(value)
+        if isinstance(v, str):
+            raise self.fail(node, f"string {v!r} is allowed only in == / != with a category")
         raise self.fail(node, f"{_describe(node)} is not allowed")
+
+    def _name_node(self, node: ast.Name) -> Node:
+        if node.id in CONSTANTS:
+            return self.constant(CONSTANTS[node.id])
+        return self.variable(node, node.id, "numeric")
+
+    def _binary_node(self, node: ast.BinOp) -> Node:
+        fn = _BINARY.get(type(node.op))
+        if fn is None:
+            raise self._operator_error(node)
+        # a chain of operators (a + b + c ...) recurses one frame per operator, as it always has
+        left, right = node.left, node.right
+        left = self._binary_node(left) if type(left) is ast.BinOp else self.numeric(left)
+        right = self._binary_node(right) if type(right) is ast.BinOp else self.numeric(right)
+        constants = self.constants
+        # a constant operand is passed as is (the same value the node would return)
+        if right in constants and left not in constants:
+            b = constants[right]
+            return lambda env: fn(left(env), b)
+        if left in constants and right not in constants:
+            a = constants[left]
+            return lambda env: fn(a, right(env))
+        return lambda env: fn(left(env), right(env))
+
+    def _unary_node(self, node: ast.UnaryOp) -> Node:
+        if isinstance(node.op, ast.UAdd):
+            return self.numeric(node.operand)
+        if not isinstance(node.op, ast.USub):
+            raise self._operator_error(node)
+        operand = self.numeric(node.operand)
+        if operand in self.constants:  # -c: the np.negative the node would compute
+            return self.constant(np.negative(self.constants[operand]))
+        return lambda env: np.negative(operand(env))
+
+    def _operator_error(self, node: ast.BinOp | ast.UnaryOp) -> ExpressionError:
+        symbol = _OPERATOR_SYMBOLS.get(type(node.op), type(node.op).__name__)
+        return self.fail(node, f"operator '{symbol}' is not allowed (allowed: + - * / **)")
 
     def constant(self, value: float | np.floating) -> Node:
         """A node returning ``value``, remembered as a constant for its parent."""
@@ -286,6 +298,16 @@ class _Compiler:
             return lambda env: np.clip(x(env), lo(env), hi(env))
         cond, a, b = args
         return lambda env: np.where(np.asarray(cond(env)) != 0, a(env), b(env))
+
+
+_NUMERIC_NODES: dict[type, Callable[[_Compiler, ast.AST], Node]] = {
+    ast.Constant: _Compiler._constant_node,
+    ast.Name: _Compiler._name_node,
+    ast.BinOp: _Compiler._binary_node,
+    ast.UnaryOp: _Compiler._unary_node,
+    ast.Compare: _Compiler.compare,
+    ast.Call: _Compiler.call,
+}
 
 
 def _fold(fn: Callable, values: list[Value]) -> Value:
