@@ -341,6 +341,9 @@ def _describe(node: ast.AST) -> str:
 @lru_cache(maxsize=4096)
 def expression_kind(source: str) -> Kind:
     """``categorical`` when the outermost call is ``cut``, else ``numeric`` (no validation)."""
+    compiled = _COMPILED.get(source)
+    if compiled is not None:  # a Spec's expressions were compiled when it was validated
+        return compiled[0].kind
     try:
         body = parse_python(source.strip(), mode="eval").body
     except (SyntaxError, RecursionError, MemoryError, ValueError):
