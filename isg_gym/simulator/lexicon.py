@@ -391,7 +391,7 @@ def spec_archetype(spec: Spec) -> Archetype | None:
 def load_lexicon(field: str) -> FieldLexicon:
     """The validated lexicon of one taxonomy field (cached)."""
     text = resources.files("isg_gym.data.lexicon").joinpath(f"{field}.json").read_text("utf-8")
-    return FieldLexicon.model_validate(json.loads(text))
+    return FieldLexicon.model_validate_json(text)  # pydantic's parser: a third faster
 
 
 @cache
