@@ -53,7 +53,9 @@ def derive(seed: int, *labels: Label) -> np.random.Generator:
     The entropy is ``[seed, *label words]``; it is handed to ``SeedSequence`` already split into
     the 32-bit words ``SeedSequence`` would split it into (the same stream, made faster).
     """
-    words = _uint32_words(check_seed(seed))
+    if type(seed) is not int or seed < 0 or seed > 0xFFFFFFFF:  # the common case is one word
+        seed = check_seed(seed)
+    words = [seed] if seed <= 0xFFFFFFFF else _uint32_words(seed)
     for label in labels:
         words.extend(_label_uint32(label, type(label)))
     entropy = np.array(words, dtype=np.uint32)

@@ -198,12 +198,14 @@ def write_story(
     fillers = list(load_common()["abstract_fillers"])
     order = rng.permutation(len(fillers))
     sentences = list(core)
+    words = _words(sentences)  # kept up to date, not recounted
     for i in order:
-        if _words(sentences) >= ABSTRACT_WORDS[0]:
+        if words >= ABSTRACT_WORDS[0]:
             break
         sentences.append(fillers[i])
-    while _words(sentences) > ABSTRACT_WORDS[1] and len(sentences) > 3:
-        sentences.pop(-2 if sentences[-1] in fillers else -1)
+        words += len(fillers[i].split())
+    while words > ABSTRACT_WORDS[1] and len(sentences) > 3:
+        words -= len(sentences.pop(-2 if sentences[-1] in fillers else -1).split())
     abstract = " ".join(sentences)
     if not ABSTRACT_WORDS[0] <= len(abstract.split()) <= ABSTRACT_WORDS[1]:
         abstract = _fit(abstract)
