@@ -44,13 +44,26 @@ def render_token(spec: Spec, var: PathVariable, value: str) -> str:
     return spec.layout.style.format(name=var.short, val=render_value(spec, var, value))
 
 
+def render_tokens(spec: Spec, var: PathVariable) -> list[str]:
+    """:func:`render_token` of every value of ``var``, in order."""
+    layout = spec.layout
+    if var.kind == "date":
+        values = [dt.date.fromisoformat(v).strftime(layout.date_format) for v in var.values]
+    elif var.kind == "sequence":
+        values = [v.zfill(layout.seq_width) for v in var.values]
+    else:
+        values = var.values
+    style, short = layout.style, var.short
+    return [style.format(name=short, val=v) for v in values]
+
+
 class PathRenderer:
     """Renders a combination of value indices (one per path variable) as a file path."""
 
     def __init__(self, spec: Spec) -> None:
         variables = spec.path_variables
         key_pos = {v.key: j for j, v in enumerate(variables)}
-        self._tokens = [[render_token(spec, v, x) for x in v.values] for v in variables]
+        self._tokens = [render_tokens(spec, v) for v in variables]
         layout = spec.layout
         groups = [*zip(layout.levels, layout.level_joiners, strict=True),
                   (layout.filename, layout.filename_joiner)]  # fmt: skip
@@ -101,8 +114,8 @@ class FileIndex:
 
         rendered = PathRenderer(spec).render_all(codes)
         order = sorted(range(len(rendered)), key=rendered.__getitem__)
-        paths = tuple(rendered[i] for i in order)
-        rows = {p: i for i, p in enumerate(paths)}
+        paths = tuple(map(rendered.__getitem__, order))
+        rows = dict(zip(paths, range(len(paths)), strict=True))
         if len(rows) != len(paths):
             raise ValueError(f"repository {spec.seed}: two files render to the same path")
         return cls(variables, codes[order], paths, total, rows)
