@@ -141,3 +141,30 @@ def test_fuzz_never_crashes(source):
     assert out.shape == (4,)
     if expr.kind == "numeric":
         assert not np.isinf(out).any()
+
+
+def test_a_long_chain_of_operators_still_compiles():
+    """The node-type dispatch recurses one frame per operator of a chain, as the pattern match
+    did: a 900-term sum compiles and evaluates; a 2,000-term one is refused with a clear error."""
+    out = compile_expression("+".join(["x"] * 900), VARS).evaluate(ENV, 4)
+    np.testing.assert_array_equal(out, 900 * ENV["x"])
+    with pytest.raises(ExpressionError, match="nested too deeply"):
+        compile_expression("+".join(["x"] * 2000), VARS)
+
+
+@pytest.mark.parametrize(
+    ("source", "kind"),
+    [("1 + x", "numeric"), ("cut(x, [0], ['lo', 'hi'])", "categorical"),
+     ("2*(cut(x, [0], ['lo', 'hi']) == 'lo')", "numeric")],
+)  # fmt: skip
+def test_expression_kind_agrees_before_and_after_compiling(source, kind):
+    from isg_gym.spec.expressions import expression_kind
+
+    before = expression_kind.__wrapped__(source)  # parsed: nothing compiled under this source
+    try:
+        compiled = compile_expression(source, VARS).kind
+    except ExpressionError:
+        compiled = None
+    after = expression_kind.__wrapped__(source)  # read from the compiled expression if any
+    assert before == after == kind
+    assert compiled in (None, kind)

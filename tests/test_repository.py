@@ -234,3 +234,15 @@ def test_dependent_columns_computed_when_read_agree_in_any_order() -> None:
                     assert pd.Series(got).equals(pd.Series(want)), (seed, path, name)
                     checked += 1
     assert checked > 200
+
+
+def test_tokens_of_a_variable_are_its_values_rendered_one_by_one():
+    from isg_gym.repository.index import render_token, render_tokens
+
+    kinds = set()
+    for seed in range(300):
+        spec = build_spec(seed)
+        for var in spec.path_variables:
+            kinds.add(var.kind)
+            assert render_tokens(spec, var) == [render_token(spec, var, v) for v in var.values]
+    assert kinds == {"sequence", "researcher", "date", "numeric", "categorical"}
