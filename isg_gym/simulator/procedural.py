@@ -285,8 +285,7 @@ def _recorded_split(
     planned: list[VariableInfo] = []
     room = MAX_COLUMNS - n_fixed - len(kept) - len(deps)
     for group, out in ((arch.confounders, confounders), (arch.planned, planned)):
-        for v in group:
-            info = v if type(v) is VariableInfo else VariableInfo(**_text_of(v))
+        for info in group:  # the lexicon's own VariableInfo (validated, frozen): shared as is
             if rng.random() < PROMOTED and len(promoted) < room:
                 promoted.append(info)
             else:
