@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+import keyword
 import math
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -32,6 +33,7 @@ from typing import Literal
 
 import numpy as np
 
+from isg_gym.spec.expression_templates import NAME, NUMBER, STRING, Lifted, lift
 from isg_gym.syntax import parse as parse_python
 
 Kind = Literal["numeric", "categorical"]
@@ -82,7 +84,11 @@ def _finite(x: Value) -> Value:
     return x if math.isfinite(x) else math.nan
 
 
-Node = Callable[[Env], Value]
+# Per-expression values the nodes read: constants, variable names and category labels. A
+# compiled shape (a template) is shared by every expression that differs only in these.
+Params = tuple
+Node = Callable[[Env, Params], Value]
+Recipe = tuple[Literal["value", "negate"], object]  # a slot's value, or -(another slot)
 
 
 @dataclass(frozen=True)
@@ -92,13 +98,25 @@ class _Cut:
     labels: np.ndarray
 
 
+@dataclass(frozen=True)
+class _CutShape:
+    """``cut`` before its values are known: (sign, slot) per threshold, a slot per label."""
+
+    score: Node
+    thresholds: tuple[tuple[float, int], ...]
+    labels: tuple[int, ...]
+
+
 class Expression:
     """A compiled expression: ``evaluate(env, n, noise)`` gives floats, or labels for ``cut``."""
 
-    def __init__(self, source: str, root: Node | _Cut, names: frozenset[str]) -> None:
+    def __init__(
+        self, source: str, root: Node | _Cut, names: frozenset[str], params: Params = ()
+    ) -> None:
         self.source = source
         self.names = names
         self._root = root
+        self._params = params
 
     @property
     def kind(self) -> Kind:
@@ -116,7 +134,7 @@ class Expression:
         """
         with np.errstate(all="ignore"):
             node = self._root.score if isinstance(self._root, _Cut) else self._root
-            value = np.asarray(node(env), dtype=np.float64)
+            value = np.asarray(node(env, self._params), dtype=np.float64)
             if value.shape != (n,):
                 value = np.broadcast_to(value, (n,))
             if noise is not None:
@@ -133,52 +151,145 @@ class Expression:
         return f"Expression({self.source!r})"
 
 
+@dataclass(frozen=True)
+class _Shape:
+    """A compiled expression whose values live in slots: first the values :func:`lift` took
+    out of the source (``counts`` of numbers, names and strings; none when the source itself
+    was compiled), then those made by ``recipes``. ``wanted`` lists the variable slots whose
+    names are checked when the shape is instantiated (a template's names are not known when it
+    is compiled)."""
+
+    root: Node | _CutShape
+    counts: tuple[int, int, int]
+    recipes: tuple[Recipe, ...]
+    name_slots: tuple[int, ...]
+    wanted: tuple[tuple[int, Kind], ...]
+
+    def instantiate(
+        self, source: str, values: Lifted | None, variables: Mapping[str, Kind]
+    ) -> Expression | None:
+        """The expression with these values, or None where a deferred check fails."""
+        slots: list = []
+        if values is not None:
+            if (len(values.numbers), len(values.names), len(values.strings)) != self.counts:
+                return None
+            slots = [*values.numbers, *values.names, *values.strings]
+        for op, arg in self.recipes:
+            slots.append(np.negative(slots[arg]) if op == "negate" else arg)  # type: ignore[index]
+        for slot, want in self.wanted:
+            name = slots[slot]
+            if name.startswith("_") or variables.get(name) != want:
+                return None
+        root = self.root
+        if isinstance(root, _CutShape):
+            ts = [sign * slots[s] for sign, s in root.thresholds]
+            if any(b <= a for a, b in itertools.pairwise(ts)):
+                return None
+            labels = np.array([slots[s] for s in root.labels], dtype=object)
+            root = _Cut(root.score, np.array(ts, dtype=np.float64), labels)
+        return Expression(source, root, frozenset(slots[s] for s in self.name_slots), tuple(slots))
+
+
 class _Compiler:
-    def __init__(self, variables: Mapping[str, Kind]) -> None:
+    """Compiles an expression's syntax tree to a :class:`_Shape`.
+
+    ``template`` holds the numbers of placeholders (``_k``, ``_v``, ``'_s'``) when the tree is
+    a template's, or is None when it is the source's own tree; then every check is made here,
+    with the column of what failed. A template's placeholders of one kind take their slots in
+    the order the compiler meets them, which :meth:`shape` checks is the order of the source.
+    """
+
+    def __init__(
+        self, variables: Mapping[str, Kind], template: tuple[int, int, int] | None = None
+    ) -> None:
         self.variables = variables
-        self.names: set[str] = set()
-        self.constants: dict[Node, float | np.floating] = {}  # constant nodes and their values
+        self.template = template
+        self.counts = template or (0, 0, 0)
+        n_k, n_v, _ = self.counts
+        self.next_slot = {NUMBER: 0, NAME: n_k, STRING: n_k + n_v}
+        self.met: dict[str, list[int]] = {NUMBER: [], NAME: [], STRING: []}  # columns met
+        self.recipes: list[Recipe] = []
+        self.name_slots: list[int] = []
+        self.wanted: list[tuple[int, Kind]] = []
+        self.constants: dict[Node, int] = {}  # constant nodes and their slots
 
     def fail(self, node: ast.AST, what: str) -> ExpressionError:
         col = getattr(node, "col_offset", None)
         where = f" at column {col + 1}" if col is not None else ""
         return ExpressionError(f"{what}{where}")
 
-    def root(self, node: ast.AST) -> Node | _Cut:
+    def shape(self, node: ast.AST) -> _Shape:
+        root = self.root(node)
+        if self.template is not None:
+            for kind, count in zip((NUMBER, NAME, STRING), self.template, strict=True):
+                met = self.met[kind]
+                if len(met) != count or any(b <= a for a, b in itertools.pairwise(met)):
+                    raise self.fail(node, "placeholders out of order")  # compiled as it is
+        return _Shape(
+            root, self.counts, tuple(self.recipes), tuple(self.name_slots), tuple(self.wanted)
+        )
+
+    def slot(self, op: Literal["value", "negate"], arg: object) -> int:
+        """A new slot made by a recipe."""
+        self.recipes.append((op, arg))
+        return sum(self.counts) + len(self.recipes) - 1
+
+    def placeholder(self, node: ast.AST, kind: str) -> int | None:
+        """The slot of the template's placeholder ``kind`` at ``node`` (None: not a template)."""
+        if self.template is None:
+            return None
+        text = node.id if isinstance(node, ast.Name) else getattr(node, "value", None)
+        if text != kind:
+            raise self.fail(node, "not a placeholder")  # the source is compiled as it is
+        self.met[kind].append(node.col_offset)
+        self.next_slot[kind] += 1
+        return self.next_slot[kind] - 1
+
+    def root(self, node: ast.AST) -> Node | _CutShape:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "cut":
             return self.cut(node)
         return self.numeric(node)
 
-    def cut(self, node: ast.Call) -> _Cut:
+    def cut(self, node: ast.Call) -> _CutShape:
         if node.keywords or len(node.args) != 3:
             raise self.fail(node, "cut takes exactly (score, [thresholds], [labels])")
         score, thresholds, labels = node.args
         if not isinstance(thresholds, ast.List) or not isinstance(labels, ast.List):
             raise self.fail(node, "cut needs list literals for thresholds and labels")
+        # a template meets its placeholders in source order; the source keeps its errors' order
+        first = self.numeric(score) if self.template is not None else None
         ts = [self.number_literal(t) for t in thresholds.elts]
         ls = [self.string_literal(x) for x in labels.elts]
         if len(ls) != len(ts) + 1 or not ts:
             raise self.fail(node, "cut needs k >= 1 thresholds and k + 1 labels")
-        if any(b <= a for a, b in itertools.pairwise(ts)):
-            raise self.fail(node, "cut thresholds must be strictly increasing")
-        return _Cut(self.numeric(score), np.array(ts, dtype=np.float64), np.array(ls, dtype=object))
+        if self.template is None:
+            values = [sign * self.recipes[s][1] for sign, s in ts]  # type: ignore[operator]
+            if any(b <= a for a, b in itertools.pairwise(values)):
+                raise self.fail(node, "cut thresholds must be strictly increasing")
+        return _CutShape(first or self.numeric(score), tuple(ts), tuple(ls))
 
-    def number_literal(self, node: ast.AST) -> float:
+    def number_literal(self, node: ast.AST) -> tuple[float, int]:
+        """(sign, slot) of a number literal, optionally negated."""
         sign = 1.0
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             sign, node = -1.0, node.operand
+        if self.template is not None and isinstance(node, ast.Name):
+            return sign, self.placeholder(node, NUMBER)  # type: ignore[return-value]
         if (
             isinstance(node, ast.Constant)
             and isinstance(node.value, int | float)
             and not isinstance(node.value, bool)
-            and math.isfinite(node.value)
+            and self.template is None
         ):
-            return sign * float(node.value)
+            value = _finite_float(node.value)
+            if value is not None:
+                return sign, self.slot("value", value)
         raise self.fail(node, "expected a finite number literal")
 
-    def string_literal(self, node: ast.AST) -> str:
+    def string_literal(self, node: ast.AST) -> int:
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            return node.value
+            slot = self.placeholder(node, STRING)
+            return self.slot("value", node.value) if slot is None else slot
         raise self.fail(node, "expected a string literal")
 
     def numeric(self, node: ast.AST) -> Node:
@@ -192,18 +303,20 @@ class _Compiler:
         v = node.value
         if isinstance(v, bool):
             raise self.fail(node, f"boolean literal {v!r} is not allowed")
-        if isinstance(v, int | float):
-            value = float(v)
-            if not math.isfinite(value):
+        if isinstance(v, int | float) and self.template is None:
+            value = _finite_float(v)
+            if value is None:
                 raise self.fail(node, f"non-finite number {v!r}")
-            return self.constant(value)
+            return self.constant(self.slot("value", value))
         if isinstance(v, str):
             raise self.fail(node, f"string {v!r} is allowed only in == / != with a category")
         raise self.fail(node, f"{_describe(node)} is not allowed")
 
     def _name_node(self, node: ast.Name) -> Node:
         if node.id in CONSTANTS:
-            return self.constant(CONSTANTS[node.id])
+            return self.constant(self.slot("value", CONSTANTS[node.id]))
+        if self.template is not None and node.id == NUMBER:
+            return self.constant(self.placeholder(node, NUMBER))  # type: ignore[arg-type]
         return self.variable(node, node.id, "numeric")
 
     def _binary_node(self, node: ast.BinOp) -> Node:
@@ -218,11 +331,11 @@ class _Compiler:
         # a constant operand is passed as is (the same value the node would return)
         if right in constants and left not in constants:
             b = constants[right]
-            return lambda env: fn(left(env), b)
+            return lambda env, p: fn(left(env, p), p[b])
         if left in constants and right not in constants:
             a = constants[left]
-            return lambda env: fn(a, right(env))
-        return lambda env: fn(left(env), right(env))
+            return lambda env, p: fn(p[a], right(env, p))
+        return lambda env, p: fn(left(env, p), right(env, p))
 
     def _unary_node(self, node: ast.UnaryOp) -> Node:
         if isinstance(node.op, ast.UAdd):
@@ -231,20 +344,30 @@ class _Compiler:
             raise self._operator_error(node)
         operand = self.numeric(node.operand)
         if operand in self.constants:  # -c: the np.negative the node would compute
-            return self.constant(np.negative(self.constants[operand]))
-        return lambda env: np.negative(operand(env))
+            return self.constant(self.slot("negate", self.constants[operand]))
+        return lambda env, p: np.negative(operand(env, p))
 
     def _operator_error(self, node: ast.BinOp | ast.UnaryOp) -> ExpressionError:
         symbol = _OPERATOR_SYMBOLS.get(type(node.op), type(node.op).__name__)
         return self.fail(node, f"operator '{symbol}' is not allowed (allowed: + - * / **)")
 
-    def constant(self, value: float | np.floating) -> Node:
-        """A node returning ``value``, remembered as a constant for its parent."""
-        node = lambda env: value  # noqa: E731
-        self.constants[node] = value
+    def constant(self, slot: int) -> Node:
+        """A node returning slot ``slot``, remembered as a constant for its parent."""
+        node = lambda env, p: p[slot]  # noqa: E731
+        self.constants[node] = slot
         return node
 
     def variable(self, node: ast.AST, name: str, want: Kind) -> Node:
+        if self.template is not None:
+            slot = self.placeholder(node, NAME)
+            self.wanted.append((slot, want))  # type: ignore[arg-type]
+        else:
+            self.check_variable(node, name, want)
+            slot = self.slot("value", name)
+        self.name_slots.append(slot)  # type: ignore[arg-type]
+        return lambda env, p: env[p[slot]]
+
+    def check_variable(self, node: ast.AST, name: str, want: Kind) -> None:
         if name.startswith("_"):
             raise self.fail(node, f"name {name!r} is not allowed")
         if name in FUNCTIONS:
@@ -255,8 +378,6 @@ class _Compiler:
             raise self.fail(node, f"unknown variable {name!r} (known: {known})")
         if kind != want:
             raise self.fail(node, f"{kind} variable {name!r} used where a {want} value is needed")
-        self.names.add(name)
-        return lambda env: env[name]
 
     def compare(self, node: ast.Compare) -> Node:
         if len(node.ops) != 1 or type(node.ops[0]) not in _COMPARE:
@@ -266,10 +387,10 @@ class _Compiler:
         if isinstance(right, ast.Constant) and isinstance(right.value, str):
             if not isinstance(op, ast.Eq | ast.NotEq) or not isinstance(left, ast.Name):
                 raise self.fail(node, "a category label compares only as name == 'label'")
-            get, label = self.variable(left, left.id, "categorical"), right.value
-            return lambda env: fn(get(env), label).astype(np.float64)
+            get, label = self.variable(left, left.id, "categorical"), self.string_literal(right)
+            return lambda env, p: fn(get(env, p), p[label]).astype(np.float64)
         a, b = self.numeric(left), self.numeric(right)
-        return lambda env: np.asarray(fn(a(env), b(env)), dtype=np.float64)
+        return lambda env, p: np.asarray(fn(a(env, p), b(env, p)), dtype=np.float64)
 
     def call(self, node: ast.Call) -> Node:
         if not isinstance(node.func, ast.Name):
@@ -287,17 +408,26 @@ class _Compiler:
             raise self.fail(node, f"{name}() takes {arity} argument(s), got {len(args)}")
         if name in UNARY_FUNCTIONS:
             fn, (x,) = UNARY_FUNCTIONS[name], args
-            return lambda env: fn(np.asarray(x(env), dtype=np.float64))
+            return lambda env, p: fn(np.asarray(x(env, p), dtype=np.float64))
         if name in ("min", "max"):
             if len(args) < 2:
                 raise self.fail(node, f"{name}() takes two or more arguments")
             reduce = np.fmin if name == "min" else np.fmax
-            return lambda env: _fold(reduce, [a(env) for a in args])
+            return lambda env, p: _fold(reduce, [a(env, p) for a in args])
         if name == "clip":
             x, lo, hi = args
-            return lambda env: np.clip(x(env), lo(env), hi(env))
+            return lambda env, p: np.clip(x(env, p), lo(env, p), hi(env, p))
         cond, a, b = args
-        return lambda env: np.where(np.asarray(cond(env)) != 0, a(env), b(env))
+        return lambda env, p: np.where(np.asarray(cond(env, p)) != 0, a(env, p), b(env, p))
+
+
+def _finite_float(value: int | float) -> float | None:
+    """``float(value)`` when it is finite, else None (an integer too large counts as infinite)."""
+    try:
+        out = float(value)
+    except OverflowError:
+        return None
+    return out if math.isfinite(out) else None
 
 
 _NUMERIC_NODES: dict[type, Callable[[_Compiler, ast.AST], Node]] = {
@@ -378,16 +508,49 @@ def compile_expression(source: str, variables: Mapping[str, Kind]) -> Expression
     return expression
 
 
+# Names a template keeps as they are: they are the language, not a repository's values.
+_VERBATIM = frozenset({*FUNCTIONS, *CONSTANTS, *keyword.kwlist})
+_TEMPLATES_SIZE = 512  # shapes of recent templates (a few KB each)
+
+
+@lru_cache(maxsize=_TEMPLATES_SIZE)
+def _template_shape(template: str) -> _Shape | None:
+    """The compiled shape of a template; None if it does not compile (the source is then
+    compiled as it is, which gives the error with its column)."""
+    counts = (template.count(NUMBER), template.count(NAME), template.count(STRING))
+    try:
+        return _Compiler({}, template=counts).shape(parse_python(template, mode="eval").body)
+    except (SyntaxError, RecursionError, MemoryError, ValueError):
+        return None
+
+
 def _compile(source: str, variables: Mapping[str, Kind]) -> Expression:
+    return _from_template(source, variables) or _from_source(source, variables)
+
+
+def _from_template(source: str, variables: Mapping[str, Kind]) -> Expression | None:
+    """``source`` compiled through the shape of its template, or None where it has none (it is
+    not plain, its template does not compile, or its values fail a check)."""
+    lifted = lift(source.strip(), _VERBATIM)
+    if lifted is None:
+        return None
+    shape = _template_shape(lifted.template)
+    return None if shape is None else shape.instantiate(source, lifted, variables)
+
+
+def _from_source(source: str, variables: Mapping[str, Kind]) -> Expression:
+    """``source`` parsed and compiled as it is; errors name what failed and where."""
     try:
         tree = parse_python(source.strip(), mode="eval")
     except SyntaxError as err:
         raise ExpressionError(f"syntax error in expression: {err.msg}") from None
     except (RecursionError, MemoryError, ValueError):
         raise ExpressionError("expression is nested too deeply or is malformed") from None
-    compiler = _Compiler(variables)
     try:
-        root = compiler.root(tree.body)
+        shape = _Compiler(variables).shape(tree.body)
     except RecursionError:
         raise ExpressionError("expression is nested too deeply") from None
-    return Expression(source, root, frozenset(compiler.names))
+    expression = shape.instantiate(source, None, variables)
+    if expression is None:  # the compiler made every check instantiating makes
+        raise ExpressionError("expression failed a check after compiling")
+    return expression
