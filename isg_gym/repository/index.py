@@ -53,8 +53,8 @@ def render_tokens(spec: Spec, var: PathVariable) -> list[str]:
         values = [v.zfill(layout.seq_width) for v in var.values]
     else:
         values = var.values
-    style, short = layout.style, var.short
-    return [style.format(name=short, val=v) for v in values]
+    head, _, tail = layout.style.replace("{name}", var.short).partition("{val}")
+    return [head + v + tail for v in values]  # style.format(name=short, val=v), per value
 
 
 class PathRenderer:
@@ -109,8 +109,8 @@ class FileIndex:
             flat = np.arange(total, dtype=np.int64)
         else:
             flat = np.sort(rng.choice(total, size=count, replace=False)).astype(np.int64)
-        strides = np.cumprod([1, *sizes[:0:-1]])[::-1]
-        codes = (flat[:, None] // strides[None, :]) % np.array(sizes)[None, :]
+        strides = [math.prod(sizes[j + 1 :]) for j in range(len(sizes))]
+        codes = (flat[:, None] // np.array(strides)) % np.array(sizes)
 
         rendered = PathRenderer(spec).render_all(codes)
         order = sorted(range(len(rendered)), key=rendered.__getitem__)

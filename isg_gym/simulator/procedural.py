@@ -75,7 +75,7 @@ def _subset(rng: np.random.Generator, n: int, low: int, high: int) -> list[int]:
     high = min(high, n)
     low = min(low, high)
     size = int(rng.integers(low, high + 1))
-    return sorted(int(i) for i in rng.choice(n, size, replace=False))
+    return sorted(rng.choice(n, size, replace=False).tolist())
 
 
 def _value_token(v: float | str) -> str:
