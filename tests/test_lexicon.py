@@ -86,3 +86,39 @@ def test_subdomain_vocabulary_rejects_clashes_and_unknown_names():
     unknown = {**data, "domains": {domain: {"Qubits": data["domains"][domain][sub]}}}
     with pytest.raises(ValidationError, match="unknown subdomain 'Qubits'"):
         FieldSubdomains.model_validate(unknown)
+
+
+def test_loaded_models_share_equal_fields_sets_and_stay_independent():
+    """Each loaded model's ``model_fields_set`` is what validation gave it, held in one set
+    object per distinct value (memory); a ``model_copy`` with an update changes no other
+    model's set."""
+    from importlib import resources
+
+    from pydantic import BaseModel
+
+    from isg_gym.simulator.lexicon import FieldLexicon
+
+    field = "natural_physics"
+    text = resources.files("isg_gym.data.lexicon").joinpath(f"{field}.json").read_text()
+    fresh, loaded = FieldLexicon.model_validate_json(text), load_lexicon(field)
+
+    def models(root):
+        stack, out = [root], []
+        while stack:
+            item = stack.pop()
+            if isinstance(item, BaseModel):
+                out.append(item)
+                stack.extend(reversed(list(item.__dict__.values())))
+            elif isinstance(item, list | tuple):
+                stack.extend(reversed(item))
+        return out
+
+    pairs = list(zip(models(fresh), models(loaded), strict=True))
+    assert len(pairs) > 300
+    assert all(a.model_fields_set == b.model_fields_set for a, b in pairs)
+    assert len({id(b.model_fields_set) for _, b in pairs}) < len(pairs) // 10
+    dist = loaded.archetypes[0].independent[-1]
+    before = {id(m): set(m.model_fields_set) for _, m in pairs}
+    copy = dist.model_copy(update={"unit": "x", "label": "a label"})
+    assert {"unit", "label"} <= copy.model_fields_set
+    assert all(m.model_fields_set == before[id(m)] for _, m in pairs)

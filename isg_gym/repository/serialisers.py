@@ -159,6 +159,9 @@ def to_xlsx(table: Table) -> bytes:
     sheet = book.add_worksheet("data", worksheet_class=_exact_worksheet())
     _fill_sheet(sheet, cols)
     book.close()
+    # the sheet holds a bound method of the workbook (a reference cycle): break it, so that the
+    # workbook, its cells and its XML buffers are freed now, not when the cyclic collector runs
+    sheet.workbook_add_format = None
     return buf.getvalue()
 
 

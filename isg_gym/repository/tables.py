@@ -94,14 +94,20 @@ class _Dependent:
 
 
 class _Later:
-    """A dependent column of one table not computed yet: its drawer, its noise and the table's
-    scope (path values and the columns drawn before it; inputs that are themselves ``_Later``
-    are computed first), then the missing-value mask and the row order to apply when served."""
+    """A dependent column of one table not computed yet: its drawer, its noise and its inputs
+    (path values and columns drawn before it, as drawn; inputs that are themselves ``_Later``
+    are computed first), then the missing-value mask and the row order to apply when served.
 
-    __slots__ = ("_values", "drawer", "mask", "n", "noise", "order", "scope")
+    It keeps its inputs, not the table's whole scope: the scope holds this column too, and
+    that cycle kept every array of a table alive until the cyclic garbage collector ran."""
+
+    __slots__ = ("_values", "drawer", "inputs", "mask", "n", "noise", "order")
 
     def __init__(self, drawer: _Dependent, noise: np.ndarray | None, scope: dict, n: int) -> None:
-        self.drawer, self.noise, self.scope, self.n = drawer, noise, scope, n
+        # a valid Spec's expression names only path variables and earlier columns, which are in
+        # the scope already and never replaced there
+        self.inputs = {name: scope[name] for name in drawer.expr.names}
+        self.drawer, self.noise, self.n = drawer, noise, n
         self.mask: np.ndarray | None = None
         self.order: np.ndarray | None = None
         self._values: np.ndarray | None = None
@@ -109,8 +115,7 @@ class _Later:
     def values(self) -> np.ndarray:
         """The values before missing values and sorting (what later expressions read)."""
         if self._values is None:
-            env = {name: self.scope[name] for name in self.drawer.expr.names}
-            env = {k: v.values() if isinstance(v, _Later) else v for k, v in env.items()}
+            env = {k: v.values() if isinstance(v, _Later) else v for k, v in self.inputs.items()}
             self._values = self.drawer.values(env, self.n, self.noise)
         return self._values
 
