@@ -163,23 +163,3 @@ def test_served_bytes_are_the_same_in_other_processes_and_hash_seeds():
                              capture_output=True, text=True).stdout.strip()  # fmt: skip
         hashes.add(out)
     assert len(hashes) == 1 and len(hashes.pop()) == 64
-
-
-@pytest.mark.parametrize("file_format", FORMATS)
-def test_generating_and_serving_files_leaves_no_cyclic_garbage(file_format):
-    """Tables and served bytes are freed by reference counting when dropped: garbage that only
-    the cyclic collector frees (a table's columns, an xlsx workbook) piles up between its rare
-    full collections and stays in the heap as fragmentation over a long run."""
-    import gc
-
-    spec = build_spec(7).model_copy(update={"file_format": file_format})
-    gc.collect()
-    gc.disable()
-    try:
-        repo = Repository(spec)
-        for path in repo.data_files[:3]:
-            assert repo.read_bytes(path) and len(repo.table(path))
-        del repo
-        assert gc.collect() == 0
-    finally:
-        gc.enable()

@@ -60,6 +60,24 @@ def existing_files(repo: Repository, paths: Iterable[object]) -> list[str]:
     return sorted(found)
 
 
+def _walk(
+    repo: Repository, root: str, rel_dir: str, level: int, depth: int, pattern: str | None,
+    matched: list[str],
+) -> None:  # fmt: skip
+    """Append the entries under ``rel_dir`` (depth first, in listing order) that match
+    ``pattern`` to ``matched``. A module function, not a closure: a closure that calls itself is
+    a reference cycle, which kept the repository alive until the cyclic collector ran."""
+    for entry in repo.listdir(f"{root}/{rel_dir}" if root else rel_dir):
+        rel = f"{rel_dir}{entry}"
+        name = entry.rstrip("/")
+        if pattern is None or any(
+            fnmatch.fnmatchcase(text, pattern) for text in (name, rel.rstrip("/"))
+        ):
+            matched.append(rel)
+        if entry.endswith("/") and level < depth:
+            _walk(repo, root, rel, level + 1, depth, pattern, matched)
+
+
 def list_directory(
     repo: Repository,
     path: str = "/",
@@ -83,19 +101,7 @@ def list_directory(
     if not 1 <= depth <= MAX_DEPTH:
         raise ToolError(f"depth must be between 1 and {MAX_DEPTH}, got {_number(depth)}")
     matched: list[str] = []
-
-    def walk(rel_dir: str, level: int) -> None:
-        for entry in repo.listdir(f"{root}/{rel_dir}" if root else rel_dir):
-            rel = f"{rel_dir}{entry}"
-            name = entry.rstrip("/")
-            if pattern is None or any(
-                fnmatch.fnmatchcase(text, pattern) for text in (name, rel.rstrip("/"))
-            ):
-                matched.append(rel)
-            if entry.endswith("/") and level < depth:
-                walk(rel, level + 1)
-
-    walk("", 1)
+    _walk(repo, root, "", 1, depth, pattern, matched)
     total = len(matched)
     shown_pattern = repr(pattern) if pattern is None or len(pattern) <= 80 else \
         repr(pattern[:80]) + "..."  # fmt: skip
