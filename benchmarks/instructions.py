@@ -1,4 +1,5 @@
-"""Instructions per new repository (spec build + file index), counted by valgrind.
+"""Instructions per new repository (spec build + file index), or per ``reset()`` of ISG-v0 on a
+fresh repository (``--resets``: build, index and question), counted by valgrind.
 
 On a shared 2-core VM the CPU time of the same build varies by 20-40% from one process to the
 next (benchmarks/env.py --only build gave p50 2.3-3.5 ms for one commit in one hour), which
@@ -18,7 +19,7 @@ Two modes:
 Instructions are not time, so this is for comparing two versions of the code (``--baseline
 DIR``, a ``git worktree`` of an older commit), not for the goal in milliseconds.
 
-Usage: python benchmarks/instructions.py [--builds 600] [--warm 0] [--baseline DIR]
+Usage: python benchmarks/instructions.py [--builds 600 [--warm W] | --resets 300] [--baseline DIR]
 Needs: valgrind (``apt-get install -y valgrind``); 1-2 minutes per tree, about 5 with --warm 2000.
 """
 
@@ -53,12 +54,26 @@ if warm:
     subprocess.run(["callgrind_control", "-i", "off", str(os.getpid())], check=True,
                    capture_output=True)
 """
+RESET_LOOP = """
+import sys
+import isg_gym
+assert isg_gym.__file__.startswith(sys.argv[2]), isg_gym.__file__  # the tree asked for
+from isg_gym.envs import ISGEnv
+env = ISGEnv()  # the sandbox starts at the first tool call: resets alone never start it
+env.reset(seed=0)
+for _ in range(100):  # lexicon, taxonomy and caches warm
+    env.reset()
+for _ in range(int(sys.argv[1])):
+    env.reset()
+"""
 ENV = {"PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1"}
 
 
-def _valgrind(tree: Path, tool: list[str], builds: int, warm: int) -> subprocess.CompletedProcess:
+def _valgrind(
+    tree: Path, tool: list[str], builds: int, warm: int, loop: str = LOOP
+) -> subprocess.CompletedProcess:
     env = os.environ | ENV | {"PYTHONPATH": str(tree)}
-    command = ["valgrind", *tool, sys.executable, "-c", LOOP, str(builds), str(tree), str(warm)]
+    command = ["valgrind", *tool, sys.executable, "-c", loop, str(builds), str(tree), str(warm)]
     if shutil.which("setarch"):
         command = ["setarch", "-R", *command]
     done = subprocess.run(command, env=env, cwd=tree, capture_output=True, text=True, check=False)
@@ -67,18 +82,19 @@ def _valgrind(tree: Path, tool: list[str], builds: int, warm: int) -> subprocess
     return done
 
 
-def instructions(tree: Path, builds: int) -> int:
-    """Instructions of one process that imports ``tree``'s isg_gym and runs ``builds`` builds."""
+def instructions(tree: Path, builds: int, loop: str = LOOP) -> int:
+    """Instructions of one process that imports ``tree``'s isg_gym and runs ``builds`` builds
+    (or resets, with ``RESET_LOOP``)."""
     tool = ["--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
-    done = _valgrind(tree, tool, builds, 0)
+    done = _valgrind(tree, tool, builds, 0, loop)
     match = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
     if match is None:
         raise SystemExit(f"no instruction count from cachegrind in {tree}")
     return int(match.group(1).replace(",", ""))
 
 
-def per_build(tree: Path, builds: int) -> float:
-    return (instructions(tree, builds) - instructions(tree, 0)) / builds
+def per_build(tree: Path, builds: int, loop: str = LOOP) -> float:
+    return (instructions(tree, builds, loop) - instructions(tree, 0, loop)) / builds
 
 
 def steady_state(tree: Path, builds: int, warm: int) -> dict[str, float]:
@@ -114,8 +130,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--builds", type=int, default=600, help="builds counted (seeds 7,100,000+)")
     parser.add_argument("--warm", type=int, default=0, help="uncounted builds first (steady state)")
+    parser.add_argument("--resets", type=int, help="count this many ISG-v0 resets instead")
     parser.add_argument("--baseline", type=Path, help="another checkout to compare against")
     args = parser.parse_args()
+    if args.resets and args.warm:
+        raise SystemExit("--warm counts builds; it cannot be combined with --resets")
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind not found: apt-get install -y valgrind")
     trees = [("this tree", ROOT)]
@@ -131,9 +150,10 @@ def main() -> None:
             print(f"this / baseline: instructions {this['Ir'] / base['Ir']:.3f}, "
                   f"estimated cycles {this['cycles'] / base['cycles']:.3f}")  # fmt: skip
         return
-    counts = [per_build(tree, args.builds) for _, tree in trees]
-    print(f"this tree ({ROOT}): {counts[0] / 1e6:.3f} M instructions per new repository "
-          f"(spec + index, mean of {args.builds})")  # fmt: skip
+    n, loop = (args.resets, RESET_LOOP) if args.resets else (args.builds, LOOP)
+    what = "reset (fresh repository)" if args.resets else "new repository (spec + index)"
+    counts = [per_build(tree, n, loop) for _, tree in trees]
+    print(f"this tree ({ROOT}): {counts[0] / 1e6:.3f} M instructions per {what}, mean of {n}")
     if len(counts) == 2:
         print(f"baseline ({args.baseline}): {counts[1] / 1e6:.3f} M instructions; "
               f"this / baseline = {counts[0] / counts[1]:.3f}")  # fmt: skip
