@@ -468,7 +468,7 @@ def _describe(node: ast.AST) -> str:
         return word
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=1024)  # the expressions of recent specs (each a few hundred bytes)
 def expression_kind(source: str) -> Kind:
     """``categorical`` when the outermost call is ``cut``, else ``numeric`` (no validation)."""
     compiled = _COMPILED.get(source)
