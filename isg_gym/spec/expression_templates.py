@@ -8,9 +8,10 @@ the values of each kind in source order: ``'_k + _k*((_v - _k)/_k)'``, ``(20.5, 
 instantiates it with each expression's values.
 
 Only plain sources are lifted: ASCII names, decimal number literals, quoted strings without
-escapes, the operators and brackets of the expression language and spaces. Anything else (an
-underscore in a number, a string prefix, a backslash, a dot outside a number, ...) returns None
-and the expression is parsed as it is, so a template never changes what an expression means.
+escapes, the operators and brackets of the expression language and spaces. Anything else (a
+hexadecimal or imaginary number, an integer with a leading zero, a string prefix, a backslash, a
+dot outside a number, a tab, ...) returns None and the expression is parsed as it is, so a
+template never changes what an expression means.
 Names in ``verbatim`` (the language's functions and constants, Python's keywords) stay as they
 are.
 """
