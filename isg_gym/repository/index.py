@@ -30,31 +30,31 @@ def file_count(total_combinations: int, rng: np.random.Generator) -> int:
     return SMALL_REPOSITORY + math.floor(rng.beta(1.5, 15) * span)
 
 
+def _render_values(spec: Spec, var: PathVariable, values: list[str]) -> list[str]:
+    """Values of ``var`` as they appear in a path (before the expansion style)."""
+    layout = spec.layout
+    if var.kind == "date":
+        return [dt.date.fromisoformat(v).strftime(layout.date_format) for v in values]
+    if var.kind == "sequence":
+        return [v.zfill(layout.seq_width) for v in values]
+    return values
+
+
 def render_value(spec: Spec, var: PathVariable, value: str) -> str:
     """A path variable's value as it appears in a path (before the expansion style)."""
-    if var.kind == "date":
-        return dt.date.fromisoformat(value).strftime(spec.layout.date_format)
-    if var.kind == "sequence":
-        return value.zfill(spec.layout.seq_width)
-    return value
+    return _render_values(spec, var, [value])[0]
 
 
 def render_token(spec: Spec, var: PathVariable, value: str) -> str:
     """``temp=300``, ``temp_300``, ``temp-300``, ``temp300`` or ``300``, per the Layout."""
-    return spec.layout.style.format(name=var.short, val=render_value(spec, var, value))
+    return render_tokens(spec, var, [value])[0]
 
 
-def render_tokens(spec: Spec, var: PathVariable) -> list[str]:
-    """:func:`render_token` of every value of ``var``, in order."""
-    layout = spec.layout
-    if var.kind == "date":
-        values = [dt.date.fromisoformat(v).strftime(layout.date_format) for v in var.values]
-    elif var.kind == "sequence":
-        values = [v.zfill(layout.seq_width) for v in var.values]
-    else:
-        values = var.values
-    head, _, tail = layout.style.replace("{name}", var.short).partition("{val}")
-    return [head + v + tail for v in values]  # style.format(name=short, val=v), per value
+def render_tokens(spec: Spec, var: PathVariable, values: list[str] | None = None) -> list[str]:
+    """:func:`render_token` of each of ``values`` (default: every value of ``var``), in order."""
+    rendered = _render_values(spec, var, var.values if values is None else values)
+    head, _, tail = spec.layout.style.replace("{name}", var.short).partition("{val}")
+    return [head + v + tail for v in rendered]  # style.format(name=short, val=v), per value
 
 
 class PathRenderer:

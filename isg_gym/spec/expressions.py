@@ -206,7 +206,7 @@ class _Compiler:
         self.template = template
         self.counts = template or (0, 0, 0)
         n_k, n_v, _ = self.counts
-        self.next_slot = {NUMBER: 0, NAME: n_k, STRING: n_k + n_v}
+        self.first_slot = {NUMBER: 0, NAME: n_k, STRING: n_k + n_v}
         self.met: dict[str, list[int]] = {NUMBER: [], NAME: [], STRING: []}  # columns met
         self.recipes: list[Recipe] = []
         self.name_slots: list[int] = []
@@ -241,9 +241,9 @@ class _Compiler:
         text = node.id if isinstance(node, ast.Name) else getattr(node, "value", None)
         if text != kind:
             raise self.fail(node, "not a placeholder")  # the source is compiled as it is
-        self.met[kind].append(node.col_offset)
-        self.next_slot[kind] += 1
-        return self.next_slot[kind] - 1
+        met = self.met[kind]
+        met.append(node.col_offset)
+        return self.first_slot[kind] + len(met) - 1
 
     def root(self, node: ast.AST) -> Node | _CutShape:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "cut":
