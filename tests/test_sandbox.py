@@ -444,6 +444,24 @@ def test_worker_reports_its_huge_pages(sb, repo: Path) -> None:
 
 
 @needs_bwrap
+def test_preloaded_libraries_are_frozen_out_of_the_collector(sb, repo: Path) -> None:
+    """A child is a fork of the zygote: a full collection in it must not walk (and copy the
+    pages of) the preloaded libraries' objects, and it still collects the cell's own cycles."""
+    code = (
+        "import gc, weakref\n"
+        "class Node: pass\n"
+        "a, b = Node(), Node()\n"
+        "a.other, b.other = b, a\n"
+        "alive = weakref.ref(a)\n"
+        "del a, b\n"
+        "gc.collect()\n"
+        "(gc.get_freeze_count() > 100_000, alive() is None)"
+    )
+    assert run(sb, code, repo).value == "(True, True)"
+    assert sb.worker_info.get("frozen_objects", 0) > 100_000
+
+
+@needs_bwrap
 def test_pandas_runs_without_pyarrow_whatever_is_installed(sb, repo: Path) -> None:
     """An extra that installs pyarrow must not change what a cell prints (pandas would back its
     strings with it) nor add its ~50 MB to the zygote: the sandbox makes pyarrow unimportable."""
