@@ -12,7 +12,7 @@ Python lists).
 Goals: json and jsonl >= 2x faster, xlsx >= 3x faster than the previous code; generation + csv
 <= 3x the floor.
 
-Usage: python benchmarks/serialisers.py [--files 200] [--xlsx-files 40] [--repeat 3]
+Usage: python benchmarks/serialisers.py [--files 200] [--xlsx-files 40] [--repeat 5]
 """
 
 from __future__ import annotations
@@ -229,7 +229,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=200)
     parser.add_argument("--xlsx-files", type=int, default=40)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     files = sample_files(args.files)
     bench_formats(files, args.xlsx_files, args.repeat)
