@@ -91,7 +91,9 @@ def _toward(x: float, t: float, digits: int, direction: int) -> float:
     return t
 
 
-@lru_cache(maxsize=8192)
+# About 300 bytes an entry. Over 2,000 resets, 44 calls each, hits are 43% at 8,192 entries and
+# 28% at 4,096 (a miss costs ~2.6 us: 17 us more per reset, for 1.2 MB less held).
+@lru_cache(maxsize=4096)
 def _rounded(x: float) -> tuple[float, float, float]:
     """``round_sig(x, THRESHOLD_DIGITS, d)`` for d = -1, 0, 1 (memoised: candidates round the
     same observed values again and again)."""

@@ -330,7 +330,9 @@ def _scale_of_path(pv: PathVariable) -> InputScale | None:
     return _scale_of_values(tuple(pv.values))
 
 
-@lru_cache(maxsize=4096)  # sequences 1..n and the lexicon's value subsets recur across seeds
+# Sequences 1..n and the lexicon's value subsets recur across seeds: over 8,000 builds 1,606
+# distinct, 84% hits at 1,024 entries and 86% at 4,096 (~530 bytes an entry).
+@lru_cache(maxsize=1024)
 def _scale_of_values(values: tuple[str, ...]) -> InputScale:
     return InputScale.from_samples(np.array([float(v) for v in values]))
 
