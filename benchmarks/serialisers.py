@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import gc
 import io
 import json
 import os
@@ -134,13 +135,21 @@ def old_serialise(df: pd.DataFrame, fmt: str, timestamp: str, integers: tuple[st
 # --- measurement -----------------------------------------------------------------------------
 
 
-def cpu_per_call(fn: Callable[[], object], repeat: int) -> float:
-    """Best of ``repeat`` runs of ``fn`` (CPU seconds)."""
-    best = float("inf")
+def cpu_per_call(fns: list[Callable[[], object]], repeat: int) -> list[float]:
+    """Best of ``repeat`` runs of each of ``fns`` (CPU seconds), the functions taking turns
+    (a slow spell of this VM then slows all of them, not the one that ran during it), with the
+    garbage collector off while one runs, as ``timeit`` does."""
+    best = [float("inf")] * len(fns)
     for _ in range(repeat):
-        t0 = time.process_time()
-        fn()
-        best = min(best, time.process_time() - t0)
+        for k, fn in enumerate(fns):
+            gc.collect()
+            gc.disable()
+            try:
+                t0 = time.process_time()
+                fn()
+                best[k] = min(best[k], time.process_time() - t0)
+            finally:
+                gc.enable()
     return best
 
 
@@ -160,7 +169,7 @@ def load() -> str:
 
 
 def bench_formats(files: list[tuple[Repository, str]], xlsx_files: int, repeat: int) -> None:
-    print(f"per table, CPU ms (best of {repeat}; {load()})")
+    print(f"per table, CPU ms (best of {repeat}, old and new taking turns; {load()})")
     print(f"  {'format':<6} {'files':>5} {'previous':>9} {'now':>9} {'ratio':>7}   goal")
     for fmt in ("csv", "json", "jsonl", "xlsx", "txt", "log"):
         chosen = files[:xlsx_files] if fmt == "xlsx" else files
@@ -177,10 +186,10 @@ def bench_formats(files: list[tuple[Repository, str]], xlsx_files: int, repeat: 
             elif old != new:
                 raise AssertionError(f"{fmt}: {path} of {repo.seed} differs from the baseline")
             jobs.append((cols, table, timestamp, integers))
-        before = cpu_per_call(lambda f=fmt, js=jobs: [old_serialise(t, f, ts, i)
-                                                      for _, t, ts, i in js], repeat)  # fmt: skip
-        after = cpu_per_call(lambda f=fmt, js=jobs: [serialise(c, f, ts, i)
-                                                     for c, _, ts, i in js], repeat)  # fmt: skip
+        before, after = cpu_per_call([
+            lambda f=fmt, js=jobs: [old_serialise(t, f, ts, i) for _, t, ts, i in js],
+            lambda f=fmt, js=jobs: [serialise(c, f, ts, i) for c, _, ts, i in js],
+        ], repeat)  # fmt: skip
         ratio = before / after
         goal = GOALS.get(fmt)
         verdict = "" if goal is None else f">= {goal:g}x: {'ok' if ratio >= goal else 'MISSED'}"
@@ -215,8 +224,9 @@ def bench_generation(files: list[tuple[Repository, str]], repeat: int) -> None:
         jobs.append(lambda g=gen, p=path, v=values, t=timestamp, i=integers:
                     serialise(g.columns(p, v), "csv", t, i))  # fmt: skip
         floors.append(floor_job(dict(repo.columns(path))))
-    generated = cpu_per_call(lambda: [job() for job in jobs], repeat)
-    floor = cpu_per_call(lambda: [job() for job in floors], repeat)
+    generated, floor = cpu_per_call(
+        [lambda: [job() for job in jobs], lambda: [job() for job in floors]], repeat
+    )
     ratio = generated / floor
     print(f"\ngeneration + csv per table ({len(jobs)} files; {load()})")
     print(f"  generate + serialise csv: {generated / len(jobs) * 1e3:.3f} ms")
