@@ -110,6 +110,27 @@ def test_json_records_are_what_json_dumps_writes():
     assert serialise(table, "json", "stamp").decode() == "[\n" + ",\n".join(lines) + "\n]\n"
 
 
+def test_json_records_of_columns_without_missing_values_are_what_json_dumps_writes():
+    """Integer and all-finite float columns are formatted inside the row's template (``%d``,
+    ``%r``): the same bytes as ``json.dumps`` for extremes, -0.0, 17-digit floats, exponents,
+    huge integers and a key holding ``%``."""
+    import json
+
+    finite = [x for x in HARD_FLOATS if x == x] + [5e-324, 1e16, 1e-05, -1e-7]
+    n = len(finite)
+    table = pd.DataFrame({
+        "stamp": [f"2024-03-{d:02d}" for d in range(1, n + 1)],
+        "x %s %d": np.array(finite),
+        "big": np.array([2**62, -(2**63), 0, -1, *range(n - 4)], dtype=np.int64),
+        "u": np.arange(n, dtype=np.uint64) * np.uint64(2**60),
+    })  # fmt: skip
+    cells = [table[c].tolist() for c in table.columns]
+    rows = [dict(zip(table.columns, values, strict=True)) for values in zip(*cells, strict=True)]
+    lines = [json.dumps(r, ensure_ascii=False) for r in rows]
+    assert serialise(table, "jsonl", "stamp").decode() == "\n".join(lines) + "\n"
+    assert serialise(table, "json", "stamp").decode() == "[\n" + ",\n".join(lines) + "\n]\n"
+
+
 def test_xlsx_numbers_are_shortest_round_trip_text_and_dates_fixed():
     import zipfile
 

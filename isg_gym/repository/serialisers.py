@@ -124,11 +124,26 @@ def _json_texts(values: np.ndarray) -> list[str]:
 
 def _records(table: Table) -> list[str]:
     """Each row as ``json.dumps(dict(row), ensure_ascii=False)`` would write it, byte for byte
-    (keys in column order, ``", "`` and ``": "`` separators), one ``%`` format per row."""
-    cols = as_columns(table)
-    keys = [encode_basestring(name).replace("%", "%%") for name in cols]
-    template = "{" + ", ".join(f"{key}: %s" for key in keys) + "}"
-    return [template % row for row in zip(*map(_json_texts, cols.values()), strict=True)]
+    (keys in column order, ``", "`` and ``": "`` separators), one ``%`` format per row.
+
+    Integer columns and float columns without NaN or infinity go into the format as numbers
+    (``%d`` and ``%r`` write ``int.__repr__`` and ``float.__repr__``, as ``json.dumps`` does):
+    formatted inside the one ``%`` call per row, not by a Python call per cell."""
+    parts, values = [], []
+    for name, column in as_columns(table).items():
+        key = encode_basestring(name).replace("%", "%%")
+        kind = column.dtype.kind
+        if kind in "iu":
+            parts.append(f"{key}: %d")
+            values.append(column.tolist())
+        elif kind == "f" and np.isfinite(column).all():
+            parts.append(f"{key}: %r")
+            values.append(column.tolist())
+        else:
+            parts.append(f"{key}: %s")
+            values.append(_json_texts(column))
+    template = "{" + ", ".join(parts) + "}"
+    return [template % row for row in zip(*values, strict=True)]
 
 
 def to_json(table: Table) -> bytes:
