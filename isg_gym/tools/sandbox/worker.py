@@ -699,7 +699,7 @@ def freeze_image() -> int:
 
     A call's child is a fork of this image. A full collection in it (model code calling
     ``gc.collect()``, or enough allocations) would otherwise walk the ~500,000 objects of the
-    preloaded libraries and write to each one's header: about 50 ms, and a private copy of every
+    preloaded libraries and write to each one's header: 50-90 ms, and a private copy of every
     page holding one (~30 MB per call). Frozen objects are never examined; the child's own
     objects are collected as usual."""
     gc.collect()  # what the imports left behind is freed, not frozen
